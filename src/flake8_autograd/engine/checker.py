@@ -1,0 +1,100 @@
+"""Checking one module: the entry point every adapter (flake8 plugin, command line) calls."""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, List, Optional, Sequence
+
+from ..rules import RULES
+from ..rules.base import Finding, Rule
+from .analysis import Analysis
+from .discovery import ClassSite, Discovery
+from .model import ClassModel
+from .source import parse_class
+
+INTERNAL_ERROR = "AGF000"
+
+
+def might_define_function(text: str, extra_bases: Sequence[str]) -> bool:
+    """A text test that rules out most files before any tree is looked at.
+
+    Every spelling of an autograd Function base contains ``Function`` (``Function``,
+    ``ag.Function``, ``InplaceFunction``, an alias imported as ``from ... import Function as F``).
+    """
+    if "Function" in text:
+        return True
+    return any(base.rsplit(".", 1)[-1] in text for base in extra_bases)
+
+
+def check_module(
+    tree: ast.Module,
+    lines: Sequence[str],
+    filename: str = "<unknown>",
+    extra_bases: Sequence[str] = (),
+    rules: Optional[Iterable[Rule]] = None,
+) -> List[Finding]:
+    """All findings for one module, sorted by position. Never raises."""
+    if not might_define_function("".join(lines), extra_bases):
+        return []
+    try:
+        discovery = Discovery(tree, filename, extra_bases)
+        sites = discovery.function_classes
+        if not sites:
+            return []
+        analysis = Analysis(tree, discovery)
+        builder = _ModelBuilder(lines)
+        active = list(RULES if rules is None else rules)
+        findings: Dict[tuple, Finding] = {}
+        for site in sites:
+            for finding in _check_class(site, builder, analysis, active):
+                findings.setdefault((finding.line, finding.column, finding.code), finding)
+        return sorted(findings.values(), key=lambda finding: finding.sort_key)
+    except Exception as error:  # noqa: BLE001 - a plugin must never take the whole flake8 run down
+        return [_internal_error(1, 0, "module", error)]
+
+
+def _check_class(site: ClassSite, builder: "_ModelBuilder", analysis: Analysis, rules: List[Rule]) -> List[Finding]:
+    try:
+        model = builder.build(site)
+        if model is None:
+            return []  # libcst cannot parse this class: nothing reliable to say
+        findings: List[Finding] = []
+        for rule in rules:
+            findings.extend(rule.check(model, analysis))
+        return findings
+    except Exception as error:  # noqa: BLE001
+        return [_internal_error(site.node.lineno, site.node.col_offset, site.name, error)]
+
+
+def _internal_error(line: int, column: int, where: str, error: Exception) -> Finding:
+    message = (
+        f"{INTERNAL_ERROR} internal error while checking {where}: {type(error).__name__}; please report"
+    )
+    return Finding(line, column, INTERNAL_ERROR, message)
+
+
+class _ModelBuilder:
+    """Parses each class at most once and links models to the models of their local bases."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self._models: Dict[int, Optional[ClassModel]] = {}
+        self._building: set = set()
+
+    def build(self, site: ClassSite) -> Optional[ClassModel]:
+        key = id(site)
+        if key in self._models:
+            return self._models[key]
+        if key in self._building:
+            return None  # a cycle of local bases
+        self._building.add(key)
+        try:
+            segment = parse_class(self.lines, site.node)
+            model = None
+            if segment is not None:
+                bases = [self.build(base) for base in site.local_bases]
+                model = ClassModel(site, segment, bases)
+        finally:
+            self._building.discard(key)
+        self._models[key] = model
+        return model

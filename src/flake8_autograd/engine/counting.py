@@ -1,0 +1,174 @@
+"""Counting the gradients a backward returns.
+
+A return is counted only when its length is certain: a tuple display, sums and products of tuple
+displays and integer literals (``(g,) + (None,) * 4``), a single tensor or ``None``, or a local
+name every binding of which agrees. Anything else is unknown, and rules stay silent on unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Set, Union
+
+import libcst as cst
+
+from .model import Method
+from .tensors import Kind, TensorInference
+
+_NONE = cst.Name("None")
+
+
+@dataclass
+class CountedReturn:
+    """One way out of a method: a ``return`` statement, or falling off the end (``node`` is the def)."""
+
+    node: Union[cst.Return, cst.FunctionDef]
+    slots: Optional[List[cst.BaseExpression]]  # one expression per returned value; None if unknown
+
+    @property
+    def count(self) -> Optional[int]:
+        return None if self.slots is None else len(self.slots)
+
+    @property
+    def falls_off(self) -> bool:
+        return isinstance(self.node, cst.FunctionDef)
+
+
+def counted_returns(method: Method, inference: TensorInference) -> List[CountedReturn]:
+    """Every way out of ``method`` with the values it returns (generators yield no count)."""
+    facts = method.facts
+    if method.node is None or facts.yields or is_stub(method.node):
+        return []
+    counter = _Counter(inference)
+    results = [
+        CountedReturn(ret, [_NONE] if ret.value is None else counter.slots(ret.value)) for ret in facts.returns
+    ]
+    body = method.node.body
+    if isinstance(body, cst.IndentedBlock) and can_fall_off(body.body):
+        results.append(CountedReturn(method.node, [_NONE]))
+    return results
+
+
+def is_stub(function: cst.FunctionDef) -> bool:
+    """A body of only a docstring, ``pass`` or ``...``: a placeholder meant to be overridden."""
+    body = function.body
+    statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
+    for statement in statements:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
+        for small in smalls:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString,
+                                                                        cst.ConcatenatedString)):
+                continue
+            return False
+    return True
+
+
+def is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+class _Counter:
+    def __init__(self, inference: TensorInference) -> None:
+        self.inference = inference
+        self._following: Set[str] = set()
+
+    def slots(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+        if isinstance(node, cst.Tuple):
+            if any(isinstance(element, cst.StarredElement) for element in node.elements):
+                return None
+            return [element.value for element in node.elements]
+        if isinstance(node, cst.BinaryOperation):
+            return self._arithmetic(node)
+        if isinstance(node, cst.Name):
+            if node.value == "None":
+                return [node]
+            named = self._name(node.value)
+            if named is not None:
+                return named
+        if self.inference.kind(node) in (Kind.TENSOR, Kind.NONE):
+            return [node]
+        return None
+
+    def _arithmetic(self, node: cst.BinaryOperation) -> Optional[List[cst.BaseExpression]]:
+        if isinstance(node.operator, cst.Add):
+            left, right = self._sequence(node.left), self._sequence(node.right)
+            if left is None or right is None:
+                return None
+            return left + right
+        if isinstance(node.operator, cst.Multiply):
+            for sequence_side, times_side in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(times_side, cst.Integer):
+                    sequence = self._sequence(sequence_side)
+                    if sequence is not None:
+                        return sequence * max(int(times_side.evaluated_value), 0)
+        return None
+
+    def _sequence(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+        """Slots of an operand of ``+``/``*``: it must be a tuple, not a single tensor."""
+        if isinstance(node, (cst.Tuple, cst.BinaryOperation)):
+            return self.slots(node)
+        if isinstance(node, cst.Name) and node.value != "None":
+            return self._name(node.value, tuples_only=True)
+        return None
+
+    def _name(self, name: str, tuples_only: bool = False) -> Optional[List[cst.BaseExpression]]:
+        bindings = self.inference.facts.bindings.get(name)
+        if not bindings or name in self.inference.params or name in self._following:
+            return None
+        self._following.add(name)
+        try:
+            counted: List[Optional[List[cst.BaseExpression]]] = []
+            for binding in bindings:
+                if binding.value is None or binding.index is not None:
+                    return None
+                if tuples_only and not isinstance(binding.value, (cst.Tuple, cst.BinaryOperation)):
+                    return None
+                counted.append(self.slots(binding.value))
+        finally:
+            self._following.discard(name)
+        first = counted[0]
+        if first is None or any(other is None or len(other) != len(first) for other in counted):
+            return None
+        return first if len(counted) == 1 else [cst.Name(name)] * len(first)
+
+
+def can_fall_off(statements: Sequence[cst.BaseStatement]) -> bool:
+    """Whether running ``statements`` can reach their end, answered only where that is certain.
+
+    Loops, ``try``, ``match`` and a final bare call (which may never return) count as not falling
+    off: a false "yes" would be a false alarm.
+    """
+    if not statements:
+        return True
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        final = last.body[-1] if last.body else None
+        if isinstance(final, (cst.Return, cst.Raise)):
+            return False
+        if isinstance(final, cst.Expr) and isinstance(final.value, (cst.Call, cst.Await)):
+            return False
+        if isinstance(final, cst.Assert):
+            return False
+        return True
+    if isinstance(last, cst.If):
+        if _block_falls_off(last.body):
+            return True
+        orelse = last.orelse
+        if orelse is None:
+            return True
+        if isinstance(orelse, cst.If):
+            return can_fall_off([orelse])
+        return _block_falls_off(orelse.body)
+    if isinstance(last, cst.With):
+        return _block_falls_off(last.body)
+    return False
+
+
+def _block_falls_off(block: cst.BaseSuite) -> bool:
+    if isinstance(block, cst.IndentedBlock):
+        return can_fall_off(block.body)
+    if isinstance(block, cst.SimpleStatementSuite):
+        return can_fall_off([cst.SimpleStatementLine(body=block.body)])
+    return False

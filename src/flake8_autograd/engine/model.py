@@ -1,0 +1,414 @@
+"""One model per autograd Function class: its methods, signatures and what their bodies do.
+
+Each method body is walked once, here; rules read the facts gathered and never walk again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from .discovery import ClassSite
+from .names import cst_dotted
+from .source import Segment
+from .walk import SCOPE_NODES, walk_scope
+
+# The methods of the autograd contract, in the order a reader expects them.
+CONTRACT_METHODS = ("forward", "setup_context", "backward", "vjp", "jvp", "vmap")
+
+# Attributes and methods that exist only on tensors: a name used with one of them is a tensor.
+TENSOR_EVIDENCE_ATTRIBUTES = frozenset(
+    {
+        "contiguous",
+        "view",
+        "view_as",
+        "size",
+        "shape",
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "new_full",
+        "new_tensor",
+        "data_ptr",
+        "is_contiguous",
+        "stride",
+        "storage_offset",
+        "element_size",
+        "type_as",
+        "expand_as",
+        "reshape_as",
+        "grad_fn",
+        "requires_grad_",
+    }
+)
+
+
+@dataclass
+class Param:
+    name: str
+    node: cst.Param
+    annotation: Optional[cst.BaseExpression]
+    default: Optional[cst.BaseExpression]
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not None
+
+
+@dataclass
+class Signature:
+    positional: List[Param]
+    vararg: Optional[Param]
+    keyword_only: List[Param]
+    kwarg: Optional[Param]
+
+    @classmethod
+    def of(cls, node: cst.FunctionDef) -> "Signature":
+        params = node.params
+        star = params.star_arg if isinstance(params.star_arg, cst.Param) else None
+        return cls(
+            [_param(p) for p in list(params.posonly_params) + list(params.params)],
+            _param(star) if star is not None else None,
+            [_param(p) for p in params.kwonly_params],
+            _param(params.star_kwarg) if params.star_kwarg is not None else None,
+        )
+
+    @property
+    def first(self) -> Optional[Param]:
+        return self.positional[0] if self.positional else None
+
+
+def _param(node: cst.Param) -> Param:
+    annotation = node.annotation.annotation if node.annotation is not None else None
+    return Param(node.name.value, node, annotation, node.default)
+
+
+@dataclass
+class Binding:
+    """One way a local name gets a value: ``name = value`` or the ``index``-th of an unpacking.
+
+    ``value`` is None for bindings the engine does not follow (loops, ``with``, imports, ...).
+    """
+
+    value: Optional[cst.BaseExpression]
+    index: Optional[int] = None
+    unpack_length: Optional[int] = None
+
+
+@dataclass
+class CtxStore:
+    """``ctx.attr = value`` (or ``setattr(ctx, "attr", value)``) in a method body."""
+
+    attribute: str
+    value: cst.BaseExpression
+    node: cst.CSTNode
+
+
+@dataclass
+class BodyFacts:
+    """What one walk over a method body found (nested functions, classes and lambdas excluded)."""
+
+    bindings: Dict[str, List[Binding]] = field(default_factory=dict)
+    returns: List[cst.Return] = field(default_factory=list)
+    ctx_stores: List[CtxStore] = field(default_factory=list)
+    ctx_calls: Dict[str, List[cst.Call]] = field(default_factory=dict)  # ctx.<method>(...) calls
+    tensor_uses: Set[str] = field(default_factory=set)  # names used as tensors
+    reads_needs_input_grad: bool = False
+    ctx_escapes: bool = False  # ctx handed to a call, which may do anything with it
+    yields: bool = False
+
+    def bind(self, name: str, binding: Binding) -> None:
+        self.bindings.setdefault(name, []).append(binding)
+
+
+class Method:
+    """A contract method as written in one class: a ``def``, or an assignment such as
+    ``backward = staticmethod(impl)`` whose signature is unknown."""
+
+    def __init__(self, name: str, owner: "ClassModel", node: Optional[cst.FunctionDef]) -> None:
+        self.name = name
+        self.owner = owner
+        self.node = node
+        self.signature = Signature.of(node) if node is not None else None
+        self.decorators: List[str] = []
+        if node is not None:
+            for decorator in node.decorators:
+                expression = decorator.decorator
+                if isinstance(expression, cst.Call):
+                    expression = expression.func
+                self.decorators.append(cst_dotted(expression) or "")
+        self._facts: Optional[BodyFacts] = None
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.owner.name}.{self.name}"
+
+    @property
+    def is_static(self) -> bool:
+        return any(name in ("staticmethod", "builtins.staticmethod") for name in self.decorators)
+
+    @property
+    def ctx_name(self) -> Optional[str]:
+        """The name of the ctx parameter, when this method takes one first."""
+        if self.signature is None or self.signature.first is None:
+            return None
+        if self.name == "vmap" or (self.name == "forward" and self.owner.setup_context_style):
+            return None
+        return self.signature.first.name
+
+    @property
+    def facts(self) -> BodyFacts:
+        if self._facts is None:
+            self._facts = collect_facts(self.node, self.ctx_name) if self.node is not None else BodyFacts()
+        return self._facts
+
+    def position(self, node: Optional[cst.CSTNode] = None) -> Tuple[int, int]:
+        target = node if node is not None else self.node
+        assert target is not None
+        return self.owner.segment.position(target)
+
+
+class ClassModel:
+    """A local class: a Function class, or a local base that may supply contract methods."""
+
+    def __init__(self, site: ClassSite, segment: Segment, bases: Sequence[Optional["ClassModel"]]) -> None:
+        self.site = site
+        self.segment = segment
+        self.node = segment.class_node
+        self.name = site.name
+        self.bases = [base for base in bases if base is not None]
+        # Methods may come from somewhere this module cannot see.
+        self.has_unknown_base = site.has_foreign_base or any(base is None for base in bases) or any(
+            base.has_unknown_base for base in self.bases
+        )
+        self.own_methods: Dict[str, Method] = {}
+        self.class_attributes: Dict[str, cst.BaseExpression] = {}
+        body = self.node.body
+        statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+        for statement in statements:
+            if isinstance(statement, cst.FunctionDef):
+                self.own_methods[statement.name.value] = Method(statement.name.value, self, statement)
+            elif isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    self._read_class_assignment(small)
+        if isinstance(body, cst.SimpleStatementSuite):
+            for small in body.body:
+                self._read_class_assignment(small)
+        self._mro: Optional[List[ClassModel]] = None
+
+    def _read_class_assignment(self, small: cst.BaseSmallStatement) -> None:
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                if isinstance(target.target, cst.Name):
+                    name = target.target.value
+                    self.class_attributes[name] = small.value
+                    if name in CONTRACT_METHODS:
+                        self.own_methods[name] = Method(name, self, None)
+        elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+            self.class_attributes[small.target.value] = small.value
+
+    @property
+    def mro(self) -> List["ClassModel"]:
+        """This class then its local bases, depth first (enough for single-line hierarchies)."""
+        if self._mro is None:
+            order: List[ClassModel] = []
+            stack: List[ClassModel] = [self]
+            seen: Set[int] = set()
+            while stack:
+                model = stack.pop(0)
+                if id(model) in seen:
+                    continue
+                seen.add(id(model))
+                order.append(model)
+                stack[0:0] = model.bases
+            self._mro = order
+        return self._mro
+
+    def method(self, name: str) -> Optional[Method]:
+        for model in self.mro:
+            found = model.own_methods.get(name)
+            if found is not None:
+                return found
+        return None
+
+    def knows_method(self, name: str) -> bool:
+        """True when the class certainly has (or certainly lacks) ``name``: no unseen base."""
+        return self.method(name) is not None or not self.has_unknown_base
+
+    @property
+    def setup_context_style(self) -> bool:
+        return self.method("setup_context") is not None
+
+    def class_attribute(self, name: str) -> Optional[cst.BaseExpression]:
+        for model in self.mro:
+            if name in model.class_attributes:
+                return model.class_attributes[name]
+        return None
+
+
+@dataclass
+class ForwardInputs:
+    """The inputs ``apply`` passes to forward: positional parameters after ctx."""
+
+    params: List[Param]
+    style_binds_defaults: bool  # setup_context style: apply binds defaults, so every slot counts
+
+    @property
+    def total(self) -> int:
+        return len(self.params)
+
+    @property
+    def required(self) -> int:
+        if self.style_binds_defaults:
+            return self.total
+        return sum(1 for param in self.params if not param.has_default)
+
+    @property
+    def names(self) -> List[str]:
+        return [param.name for param in self.params]
+
+
+def forward_inputs(model: ClassModel) -> Optional[ForwardInputs]:
+    """The inputs of the class's forward; None when they cannot be known (``*args``, no def)."""
+    forward = model.method("forward")
+    if forward is None or forward.signature is None or forward.signature.vararg is not None:
+        return None
+    params = list(forward.signature.positional)
+    if forward.ctx_name is not None:
+        params = params[1:]
+    return ForwardInputs(params, model.setup_context_style)
+
+
+def collect_facts(function: cst.FunctionDef, ctx_name: Optional[str]) -> BodyFacts:
+    facts = BodyFacts()
+    for node in walk_scope(function.body):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                _bind_target(facts, target.target, node.value, ctx_name, node)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                _bind_target(facts, node.target, node.value, ctx_name, node)
+        elif isinstance(node, cst.AugAssign):
+            if isinstance(node.target, cst.Name):
+                facts.bind(node.target.value, Binding(None))
+        elif isinstance(node, cst.NamedExpr):
+            if isinstance(node.target, cst.Name):
+                facts.bind(node.target.value, Binding(node.value))
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            if isinstance(node, cst.For):
+                _bind_opaque(facts, node.target)
+        elif isinstance(node, cst.WithItem):
+            if node.asname is not None:
+                _bind_opaque(facts, node.asname.name)
+        elif isinstance(node, cst.ExceptHandler):
+            if node.name is not None:
+                _bind_opaque(facts, node.name.name)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            names = node.names
+            if isinstance(names, (list, tuple)):
+                for alias in names:
+                    bound = alias.asname.name if alias.asname is not None else alias.name
+                    _bind_opaque(facts, bound)
+        elif isinstance(node, SCOPE_NODES):
+            if not isinstance(node, cst.Lambda):
+                facts.bind(node.name.value, Binding(None))
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for name_item in node.names:
+                facts.bind(name_item.name.value, Binding(None))
+        elif isinstance(node, (cst.MatchAs, cst.MatchStar)):
+            if node.name is not None:
+                facts.bind(node.name.value, Binding(None))
+        elif isinstance(node, cst.MatchMapping):
+            if node.rest is not None:
+                facts.bind(node.rest.value, Binding(None))
+        elif isinstance(node, cst.Del):
+            _bind_opaque(facts, node.target)
+        elif isinstance(node, cst.Return):
+            facts.returns.append(node)
+        elif isinstance(node, (cst.Yield, cst.Await)):
+            facts.yields = facts.yields or isinstance(node, cst.Yield)
+        elif isinstance(node, cst.Attribute):
+            if node.attr.value == "needs_input_grad":
+                facts.reads_needs_input_grad = True
+            if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES and isinstance(node.value, cst.Name):
+                facts.tensor_uses.add(node.value.value)
+        elif isinstance(node, cst.Call):
+            _read_call(facts, node, ctx_name)
+    return facts
+
+
+def _bind_target(
+    facts: BodyFacts,
+    target: cst.BaseExpression,
+    value: cst.BaseExpression,
+    ctx_name: Optional[str],
+    statement: cst.CSTNode,
+) -> None:
+    if isinstance(target, cst.Name):
+        facts.bind(target.value, Binding(value))
+    elif isinstance(target, cst.Attribute):
+        if ctx_name is not None and isinstance(target.value, cst.Name) and target.value.value == ctx_name:
+            facts.ctx_stores.append(CtxStore(target.attr.value, value, target))
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        elements = target.elements
+        starred = any(isinstance(element, cst.StarredElement) for element in elements)
+        value_elements = _display_elements(value)
+        for index, element in enumerate(elements):
+            if starred:
+                _bind_opaque(facts, element.value)
+                continue
+            if value_elements is not None and len(value_elements) == len(elements):
+                _bind_target(facts, element.value, value_elements[index], ctx_name, statement)
+            elif isinstance(element.value, cst.Name):
+                facts.bind(element.value.value, Binding(value, index, len(elements)))
+            else:
+                _bind_opaque(facts, element.value)
+
+
+def _display_elements(value: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    """The elements of a tuple or list display without starred parts, else None."""
+    if isinstance(value, (cst.Tuple, cst.List)):
+        if any(isinstance(element, cst.StarredElement) for element in value.elements):
+            return None
+        return [element.value for element in value.elements]
+    return None
+
+
+def _bind_opaque(facts: BodyFacts, target: cst.CSTNode) -> None:
+    if isinstance(target, cst.Name):
+        facts.bind(target.value, Binding(None))
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _bind_opaque(facts, element.value)
+    elif isinstance(target, cst.StarredElement):
+        _bind_opaque(facts, target.value)
+
+
+def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> None:
+    func = call.func
+    if ctx_name is None:
+        return
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == ctx_name:
+        facts.ctx_calls.setdefault(func.attr.value, []).append(call)
+        if func.attr.value in ("save_for_backward", "mark_dirty", "save_for_forward", "mark_non_differentiable"):
+            for arg in call.args:
+                if isinstance(arg.value, cst.Name) and not arg.star and func.attr.value != "mark_non_differentiable":
+                    facts.tensor_uses.add(arg.value.value)
+        return
+    if isinstance(func, cst.Name) and func.value == "setattr" and len(call.args) == 3:
+        owner, attribute, value = (arg.value for arg in call.args)
+        if (
+            isinstance(owner, cst.Name)
+            and owner.value == ctx_name
+            and isinstance(attribute, cst.SimpleString)
+            and not any(arg.star for arg in call.args)
+        ):
+            name = attribute.evaluated_value
+            facts.ctx_stores.append(CtxStore(name if isinstance(name, str) else "?", value, call))
+            return
+    for arg in call.args:
+        if isinstance(arg.value, cst.Name) and arg.value.value == ctx_name:
+            facts.ctx_escapes = True
+

@@ -1,0 +1,507 @@
+"""Tensor inference: is this expression a tensor? Three answers, and silence on the third.
+
+Rules act only on ``TENSOR`` (or, where a rule says so, on ``NOT_TENSOR``); ``UNKNOWN`` is the
+answer for anything the engine cannot see through — calls into user code or extensions, untyped
+parameters with no tensor use, names bound in loops — so that unsure means silent.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Dict, FrozenSet, List, Optional, Set
+
+import libcst as cst
+
+from .model import Binding, ClassModel, Method, Param
+from .names import ImportTable, cst_dotted
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"  # a tensor, possibly None on some paths (``Optional[Tensor]``)
+    NONE = "None"  # the literal None
+    NOT_TENSOR = "not a tensor"
+    UNKNOWN = "unknown"
+
+
+def join(kinds: List[Kind]) -> Kind:
+    """The kind of a value that may be any of ``kinds`` (one per path)."""
+    distinct = set(kinds)
+    if not distinct:
+        return Kind.UNKNOWN
+    if len(distinct) == 1:
+        return kinds[0]
+    if distinct == {Kind.TENSOR, Kind.NONE}:
+        return Kind.TENSOR
+    if distinct == {Kind.NOT_TENSOR, Kind.NONE}:
+        return Kind.NOT_TENSOR
+    return Kind.UNKNOWN
+
+
+# torch functions that always return one tensor.
+TORCH_TENSOR_FUNCTIONS: FrozenSet[str] = frozenset(
+    """
+    tensor as_tensor as_strided from_numpy zeros ones empty full zeros_like ones_like empty_like
+    full_like rand randn randint rand_like randn_like randint_like randperm arange linspace logspace
+    eye empty_strided scalar_tensor matmul mm bmm mv addmm addmv addbmm baddbmm addcmul addcdiv einsum
+    cat concat concatenate stack hstack vstack dstack exp expm1 log log1p log2 log10 sigmoid tanh relu
+    abs sqrt rsqrt pow mul multiply add sub subtract div divide true_divide floor_divide remainder fmod
+    neg negative sum mean prod cumsum cumprod logsumexp softmax log_softmax clamp clip clamp_min
+    clamp_max transpose swapaxes permute reshape flatten squeeze unsqueeze t outer dot inner cross
+    gather scatter scatter_add index_select masked_fill masked_select narrow roll flip tril triu diag
+    diag_embed diagonal sign erf erfc sin cos tan sinh cosh asin acos atan atan2 maximum minimum clone
+    bernoulli multinomial reciprocal square floor ceil round trunc frac lerp where tile repeat_interleave
+    broadcast_to expand_copy conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
+    layer_norm group_norm batch_norm dropout embedding bilinear nan_to_num isnan isinf isfinite logical_and
+    logical_or logical_not logical_xor eq ne lt le gt ge bitwise_and bitwise_or bitwise_xor bitwise_not
+    norm dist cdist var std argmax argmin count_nonzero bincount histc searchsorted bucketize
+    index_add index_copy index_fill take take_along_dim masked_scatter kron trace tensordot
+    """.split()
+)
+
+# torch attributes that are certainly not tensors.
+TORCH_NON_TENSORS: FrozenSet[str] = frozenset(
+    """
+    Size device dtype finfo iinfo is_tensor is_storage is_grad_enabled is_inference_mode_enabled
+    is_floating_point is_complex is_nonzero get_default_dtype numel result_type promote_types
+    can_cast is_autocast_enabled get_autocast_gpu_dtype get_autocast_dtype get_num_threads
+    broadcast_shapes Generator Stream Event
+    """.split()
+)
+
+# nn.functional names that return a tuple, or are not ops at all.
+FUNCTIONAL_NON_TENSOR: FrozenSet[str] = frozenset(
+    """
+    multi_head_attention_forward max_pool1d_with_indices max_pool2d_with_indices max_pool3d_with_indices
+    fractional_max_pool2d_with_indices fractional_max_pool3d_with_indices adaptive_max_pool1d_with_indices
+    adaptive_max_pool2d_with_indices adaptive_max_pool3d_with_indices Tensor Callable Optional List Tuple
+    """.split()
+)
+
+# Tensor methods that return one tensor when called on a tensor.
+TENSOR_METHODS: FrozenSet[str] = frozenset(
+    """
+    clone detach float double half bfloat16 long int short bool byte char to cpu cuda contiguous view
+    view_as reshape reshape_as expand expand_as t transpose permute flatten squeeze unsqueeze sum mean
+    prod exp log sigmoid tanh relu abs sqrt rsqrt pow mul add sub div neg matmul mm bmm clamp clamp_min
+    clamp_max masked_fill narrow select index_select gather scatter new_zeros new_ones new_empty new_full
+    new_tensor type_as repeat flip roll cumsum softmax log_softmax norm sign square reciprocal
+    detach_ zero_ fill_ add_ sub_ mul_ div_ copy_ clamp_ masked_fill_ scatter_ index_add_ neg_ exp_
+    """.split()
+)
+
+# Methods that exist only on tensors and return a tensor, whatever we know of the receiver.
+TENSOR_ONLY_METHODS: FrozenSet[str] = frozenset(
+    "contiguous view view_as new_zeros new_ones new_empty new_full new_tensor type_as expand_as reshape_as".split()
+)
+
+# Methods and attributes whose result is never a tensor.
+NON_TENSOR_METHODS: FrozenSet[str] = frozenset(
+    """
+    size dim numel item tolist stride is_contiguous data_ptr element_size storage_offset nelement
+    ndimension get_device is_floating_point is_complex is_pinned is_shared untyped_storage
+    """.split()
+)
+NON_TENSOR_ATTRIBUTES: FrozenSet[str] = frozenset(
+    "shape dtype device requires_grad is_cuda ndim layout is_leaf is_sparse is_quantized is_meta".split()
+)
+TENSOR_ATTRIBUTES: FrozenSet[str] = frozenset("T mT H mH data grad real imag".split())
+
+SPLITTING_METHODS: FrozenSet[str] = frozenset("chunk split unbind tensor_split".split())
+
+NON_TENSOR_BUILTINS: FrozenSet[str] = frozenset(
+    "len int float bool str isinstance issubclass hasattr callable range tuple list dict set type id repr"
+    " enumerate zip sorted reversed frozenset bytes format".split()
+)
+
+_TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+_NON_TENSOR_ANNOTATIONS = frozenset(
+    {"int", "float", "bool", "str", "bytes", "complex", "list", "tuple", "dict", "set", "List", "Tuple",
+     "Dict", "Set", "Sequence", "typing.List", "typing.Tuple", "typing.Dict", "typing.Sequence",
+     "torch.dtype", "torch.device", "torch.Size"}
+)
+
+
+def annotation_kind(annotation: Optional[cst.BaseExpression], imports: ImportTable) -> Kind:
+    if annotation is None:
+        return Kind.UNKNOWN
+    if isinstance(annotation, cst.SimpleString):
+        text = annotation.evaluated_value
+        if not isinstance(text, str):
+            return Kind.UNKNOWN
+        try:
+            annotation = cst.parse_expression(text)
+        except Exception:
+            return Kind.UNKNOWN
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return join([annotation_kind(annotation.left, imports), annotation_kind(annotation.right, imports)])
+    if isinstance(annotation, cst.Name) and annotation.value == "None":
+        return Kind.NONE
+    if isinstance(annotation, cst.Subscript):
+        base = _resolved(annotation.value, imports)
+        if base in ("Optional", "typing.Optional", "Union", "typing.Union"):
+            kinds = [
+                annotation_kind(element.slice.value, imports)
+                for element in annotation.slice
+                if isinstance(element.slice, cst.Index)
+            ]
+            if base.endswith("Optional"):
+                kinds.append(Kind.NONE)
+            return join(kinds)
+        return Kind.NOT_TENSOR if base in _NON_TENSOR_ANNOTATIONS else Kind.UNKNOWN
+    name = _resolved(annotation, imports)
+    if name is None:
+        return Kind.UNKNOWN
+    if name in _TENSOR_ANNOTATIONS or name == "Tensor":
+        return Kind.TENSOR
+    if name in _NON_TENSOR_ANNOTATIONS:
+        return Kind.NOT_TENSOR
+    return Kind.UNKNOWN
+
+
+def _resolved(node: cst.BaseExpression, imports: ImportTable) -> Optional[str]:
+    dotted = cst_dotted(node)
+    if dotted is None:
+        return None
+    return imports.resolve_dotted(dotted) or dotted
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(
+        node,
+        (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
+    ) or (isinstance(node, cst.Name) and node.value in ("True", "False"))
+
+
+class TensorInference:
+    """Answers ``kind(expression)`` inside one method of one Function class."""
+
+    def __init__(self, method: Method, model: ClassModel, imports: ImportTable, role: str) -> None:
+        self.method = method
+        self.model = model
+        self.imports = imports
+        self.role = role  # which contract method's body this is: "forward", "setup_context", ...
+        self.facts = method.facts
+        signature = method.signature
+        self.params: Dict[str, Param] = {}
+        if signature is not None:
+            for param in signature.positional + signature.keyword_only:
+                self.params[param.name] = param
+            if signature.vararg is not None:
+                self.params[signature.vararg.name] = signature.vararg
+            if signature.kwarg is not None:
+                self.params[signature.kwarg.name] = signature.kwarg
+        self._names: Dict[str, Kind] = {}
+        self._in_progress: Set[str] = set()
+        self._forward_inference: Optional[TensorInference] = None
+
+    # -- public --------------------------------------------------------------------------------
+    def kind(self, node: cst.BaseExpression) -> Kind:
+        found = self._kind(node)
+        return Kind.UNKNOWN if found is None else found
+
+    def element_kinds(self, node: cst.BaseExpression) -> Optional[List[Kind]]:
+        """Per-element kinds of a tuple or list value (a display, or a name bound to one)."""
+        if isinstance(node, (cst.Tuple, cst.List)):
+            if any(isinstance(element, cst.StarredElement) for element in node.elements):
+                return None
+            return [self.kind(element.value) for element in node.elements]
+        return None
+
+    def name_origin(self, name: str) -> Optional[str]:
+        """"input" for a forward input (or an element of setup_context's ``inputs``), "output"
+        for what forward returns; None otherwise."""
+        ctx = self.method.ctx_name
+        if self.role == "forward" and name in self.params and name != ctx and name not in self.facts.bindings:
+            return "input"
+        if self.role == "setup_context" and self.method.signature is not None:
+            positional = self.method.signature.positional
+            inputs_name = positional[1].name if len(positional) > 1 else None
+            output_name = positional[2].name if len(positional) > 2 else None
+            if name == output_name and name not in self.facts.bindings:
+                return "output"
+            bindings = self.facts.bindings.get(name, [])
+            if len(bindings) == 1 and isinstance(bindings[0].value, cst.Name):
+                source = bindings[0].value.value
+                if source == inputs_name and bindings[0].index is not None:
+                    return "input"
+                if source == output_name:
+                    return "output"
+            if len(bindings) == 1 and isinstance(bindings[0].value, cst.Subscript):
+                subscripted = bindings[0].value.value
+                if isinstance(subscripted, cst.Name) and subscripted.value == inputs_name:
+                    return "input"
+        return None
+
+    # -- expressions ---------------------------------------------------------------------------
+    def _kind(self, node: cst.BaseExpression) -> Optional[Kind]:  # noqa: C901 - one dispatch table
+        if _is_literal(node):
+            return Kind.NOT_TENSOR
+        if isinstance(node, cst.Name):
+            return Kind.NONE if node.value == "None" else self._name_kind(node.value)
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
+                             cst.GeneratorExp, cst.Lambda)):
+            return Kind.NOT_TENSOR
+        if isinstance(node, cst.Attribute):
+            return self._attribute_kind(node)
+        if isinstance(node, cst.Call):
+            return self._call_kind(node)
+        if isinstance(node, cst.Subscript):
+            return self._subscript_kind(node)
+        if isinstance(node, cst.BinaryOperation):
+            return self._operands_kind([node.left, node.right])
+        if isinstance(node, cst.Comparison):
+            if all(isinstance(target.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                   for target in node.comparisons):
+                return Kind.NOT_TENSOR
+            return self._operands_kind([node.left] + [target.comparator for target in node.comparisons])
+        if isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not):
+                return Kind.NOT_TENSOR
+            return self._kind(node.expression)
+        if isinstance(node, cst.BooleanOperation):
+            return self._join_optional([self._kind(node.left), self._kind(node.right)])
+        if isinstance(node, cst.IfExp):
+            return self._join_optional([self._kind(node.body), self._kind(node.orelse)])
+        if isinstance(node, cst.NamedExpr):
+            return self._kind(node.value)
+        return Kind.UNKNOWN
+
+    @staticmethod
+    def _join_optional(kinds: List[Optional[Kind]]) -> Optional[Kind]:
+        known = [kind for kind in kinds if kind is not None]
+        if len(known) < len(kinds) and not known:
+            return None
+        return join(known)
+
+    def _operands_kind(self, operands: List[cst.BaseExpression]) -> Optional[Kind]:
+        kinds = [self._kind(operand) for operand in operands]
+        if Kind.TENSOR in kinds:
+            return Kind.TENSOR
+        if all(kind in (Kind.NOT_TENSOR, Kind.NONE) for kind in kinds):
+            return Kind.NOT_TENSOR
+        if any(kind is None for kind in kinds) and all(kind in (None, Kind.NOT_TENSOR) for kind in kinds):
+            return None
+        return Kind.UNKNOWN
+
+    def _attribute_kind(self, node: cst.Attribute) -> Optional[Kind]:
+        attribute = node.attr.value
+        if attribute in NON_TENSOR_ATTRIBUTES:
+            return Kind.NOT_TENSOR
+        if self._is_ctx(node.value):
+            return Kind.NOT_TENSOR if attribute == "needs_input_grad" else Kind.UNKNOWN
+        if attribute in TENSOR_ATTRIBUTES and self._kind(node.value) is Kind.TENSOR:
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _call_kind(self, node: cst.Call) -> Optional[Kind]:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            dotted = _resolved(func, self.imports)
+            if dotted is not None and dotted.startswith("torch."):
+                return self._torch_call_kind(dotted, node)
+            if method in NON_TENSOR_METHODS:
+                return Kind.NOT_TENSOR
+            if method in TENSOR_ONLY_METHODS:
+                return Kind.TENSOR
+            if method in TENSOR_METHODS:
+                receiver = self._kind(func.value)
+                if receiver is None:
+                    return None
+                return Kind.TENSOR if receiver is Kind.TENSOR else Kind.UNKNOWN
+            return Kind.UNKNOWN
+        if isinstance(func, cst.Name):
+            name = func.value
+            resolved = self.imports.resolve_name(name)
+            if resolved is not None and resolved.startswith("torch."):
+                return self._torch_call_kind(resolved, node)
+            if name in NON_TENSOR_BUILTINS and resolved is None and not self._bound_here(name):
+                return Kind.NOT_TENSOR
+        return Kind.UNKNOWN
+
+    def _torch_call_kind(self, dotted: str, node: cst.Call) -> Kind:
+        module, _, name = dotted.rpartition(".")
+        if any(arg.star for arg in node.args):
+            return Kind.UNKNOWN
+        if module == "torch":
+            if name in TORCH_NON_TENSORS:
+                return Kind.NOT_TENSOR
+            if name == "where" and len(node.args) < 3:
+                return Kind.UNKNOWN  # torch.where(cond) returns a tuple
+            if name in TORCH_TENSOR_FUNCTIONS:
+                return Kind.TENSOR
+            return Kind.UNKNOWN
+        if module == "torch.nn.functional":
+            if name.startswith("_") or name in FUNCTIONAL_NON_TENSOR:
+                return Kind.UNKNOWN
+            if any(arg.keyword is not None and arg.keyword.value == "return_indices" for arg in node.args):
+                return Kind.UNKNOWN
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _subscript_kind(self, node: cst.Subscript) -> Optional[Kind]:
+        value = node.value
+        if isinstance(value, cst.Attribute) and value.attr.value in ("shape", "stride"):
+            return Kind.NOT_TENSOR
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in (
+            "size",
+            "stride",
+        ):
+            return Kind.NOT_TENSOR
+        if isinstance(value, cst.Attribute) and self._is_ctx(value.value):
+            if value.attr.value == "saved_tensors":
+                return Kind.TENSOR
+            if value.attr.value == "needs_input_grad":
+                return Kind.NOT_TENSOR
+            return Kind.UNKNOWN
+        index = _constant_index(node)
+        if index is not None and isinstance(value, cst.Name):
+            from_inputs = self._setup_context_input(value.value, index)
+            if from_inputs is not None:
+                return from_inputs
+        receiver = self._kind(value)
+        if receiver is None:
+            return None
+        return Kind.TENSOR if receiver is Kind.TENSOR else Kind.UNKNOWN
+
+    # -- names ---------------------------------------------------------------------------------
+    def _bound_here(self, name: str) -> bool:
+        return name in self.facts.bindings or name in self.params
+
+    def _is_ctx(self, node: cst.BaseExpression) -> bool:
+        ctx = self.method.ctx_name
+        return ctx is not None and isinstance(node, cst.Name) and node.value == ctx
+
+    def _name_kind(self, name: str) -> Optional[Kind]:
+        if name in self._names:
+            return self._names[name]
+        if name in self._in_progress:
+            return None  # a cycle through this name: no information from this path
+        self._in_progress.add(name)
+        kinds: List[Optional[Kind]] = []
+        bindings = self.facts.bindings.get(name, [])
+        if name in self.params:
+            kinds.append(self._param_kind(self.params[name], rebound=bool(bindings)))
+        for binding in bindings:
+            kinds.append(self._binding_kind(binding))
+        self._in_progress.discard(name)
+        known = [kind for kind in kinds if kind is not None]
+        if not kinds:
+            result: Kind = Kind.UNKNOWN  # a global, a closure variable or a builtin
+        elif not known:
+            return None
+        else:
+            result = join(known)
+        if not self._in_progress:
+            self._names[name] = result
+        return result
+
+    def _param_kind(self, param: Param, rebound: bool) -> Kind:
+        signature = self.method.signature
+        assert signature is not None
+        if param is signature.vararg or param is signature.kwarg:
+            return Kind.NOT_TENSOR
+        if param.name == self.method.ctx_name:
+            return Kind.NOT_TENSOR
+        declared = annotation_kind(param.annotation, self.imports)
+        if declared is not Kind.UNKNOWN:
+            return declared
+        if self.role in ("backward", "vjp", "jvp") and param in signature.positional:
+            return Kind.TENSOR  # gradients and tangents: tensors, or None for non-tensor outputs
+        if self.role == "setup_context":
+            positional = signature.positional
+            if len(positional) > 2 and param is positional[2]:
+                return self._forward_output_kind()
+            return Kind.UNKNOWN
+        if not rebound and param.name in self.facts.tensor_uses:
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _binding_kind(self, binding: Binding) -> Optional[Kind]:
+        value = binding.value
+        if value is None:
+            return Kind.UNKNOWN
+        if binding.index is None:
+            return self._kind(value)
+        # The index-th name of an unpacking of ``value``.
+        if isinstance(value, cst.Attribute) and self._is_ctx(value.value) and value.attr.value == "saved_tensors":
+            return Kind.TENSOR
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value in SPLITTING_METHODS:
+                dotted = _resolved(value.func, self.imports)
+                if (dotted or "").startswith("torch.") or self._kind(value.func.value) is Kind.TENSOR:
+                    return Kind.TENSOR
+        if isinstance(value, cst.Name):
+            from_inputs = self._setup_context_input(value.value, binding.index)
+            if from_inputs is not None:
+                return from_inputs
+            from_output = self._setup_context_output(value.value, binding.index)
+            if from_output is not None:
+                return from_output
+        return Kind.UNKNOWN
+
+    # -- setup_context: inputs and output mirror forward -------------------------------------
+    def _forward(self) -> Optional["TensorInference"]:
+        if self._forward_inference is None:
+            forward = self.model.method("forward")
+            if forward is None or forward.node is None or forward is self.method:
+                return None
+            self._forward_inference = TensorInference(forward, forward.owner, self.imports, "forward")
+        return self._forward_inference
+
+    def _setup_context_input(self, name: str, index: int) -> Optional[Kind]:
+        signature = self.method.signature
+        if self.role != "setup_context" or signature is None or len(signature.positional) < 2:
+            return None
+        if name != signature.positional[1].name or name in self.facts.bindings:
+            return None
+        forward = self._forward()
+        if forward is None or forward.method.signature is None:
+            return Kind.UNKNOWN
+        params = forward.method.signature.positional
+        if forward.method.signature.vararg is not None or index >= len(params):
+            return Kind.UNKNOWN
+        return forward._name_kind(params[index].name) or Kind.UNKNOWN
+
+    def _setup_context_output(self, name: str, index: int) -> Optional[Kind]:
+        signature = self.method.signature
+        if self.role != "setup_context" or signature is None or len(signature.positional) < 3:
+            return None
+        if name != signature.positional[2].name or name in self.facts.bindings:
+            return None
+        elements = self._forward_return_elements()
+        if elements is None or index >= len(elements):
+            return Kind.UNKNOWN
+        return elements[index]
+
+    def _forward_output_kind(self) -> Kind:
+        forward = self._forward()
+        if forward is None or not forward.facts.returns:
+            return Kind.UNKNOWN
+        kinds = [forward.kind(ret.value) if ret.value is not None else Kind.NONE for ret in forward.facts.returns]
+        return join(kinds)
+
+    def _forward_return_elements(self) -> Optional[List[Kind]]:
+        forward = self._forward()
+        if forward is None or not forward.facts.returns:
+            return None
+        shapes = []
+        for ret in forward.facts.returns:
+            if ret.value is None:
+                return None
+            elements = forward.element_kinds(ret.value)
+            if elements is None:
+                return None
+            shapes.append(elements)
+        if any(len(shape) != len(shapes[0]) for shape in shapes):
+            return None
+        return [join([shape[i] for shape in shapes]) for i in range(len(shapes[0]))]
+
+
+def _constant_index(node: cst.Subscript) -> Optional[int]:
+    if len(node.slice) != 1:
+        return None
+    element = node.slice[0].slice
+    if isinstance(element, cst.Index) and isinstance(element.value, cst.Integer):
+        return int(element.value.evaluated_value)
+    return None

@@ -1,0 +1,95 @@
+"""A fast pre-order walk over libcst trees.
+
+libcst's visitor rebuilds every node it passes, which costs about half a parse. Linting only reads
+the tree, so this walk reads each node's dataclass fields directly, skipping whitespace and
+punctuation fields, and caches the field list per node type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Iterator, Tuple, Type
+
+import libcst as cst
+
+_PUNCTUATION_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "comma",
+        "semicolon",
+        "leading_lines",
+        "lines_after_decorators",
+        "header",
+        "footer",
+        "trailing_whitespace",
+        "newline",
+        "equal",
+        "star",
+        "colon",
+        "dot",
+        "lbracket",
+        "rbracket",
+        "lbrace",
+        "rbrace",
+        "asynchronous",
+        "operator",
+        "whitespace_before_colon",
+    }
+)
+
+_fields_by_type: Dict[Type[cst.CSTNode], Tuple[str, ...]] = {}
+
+# Nodes that open a new scope: statements inside them belong to another function.
+SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _child_fields(node_type: Type[cst.CSTNode]) -> Tuple[str, ...]:
+    fields = _fields_by_type.get(node_type)
+    if fields is None:
+        fields = tuple(
+            field.name
+            for field in dataclasses.fields(node_type)
+            if field.name not in _PUNCTUATION_FIELDS and "whitespace" not in field.name
+        )
+        _fields_by_type[node_type] = fields
+    return fields
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The direct child nodes of ``node`` that can hold code (not whitespace or punctuation)."""
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def walk_scope(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below ``root`` in pre-order, without entering nested functions, classes or lambdas.
+
+    The nested scope node itself is yielded (its name and decorators are evaluated in this scope),
+    but not its body.
+    """
+    stack = list(children(root))
+    stack.reverse()
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, SCOPE_NODES):
+            continue
+        kids = list(children(node))
+        kids.reverse()
+        stack.extend(kids)
+
+
+def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below ``root`` in pre-order, nested scopes included."""
+    stack = list(children(root))
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(children(node))

@@ -1,0 +1,121 @@
+"""AGF004: backward (or vjp) returns a different number of gradients than forward takes inputs."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from ..engine.analysis import Analysis
+from ..engine.counting import CountedReturn, is_none
+from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs
+from .base import Finding, Rule
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+class GradientCountRule(Rule):
+    code = "AGF004"
+    name = "backward returns the wrong number of gradients"
+    message = (
+        "{method} returns {returned} but forward takes {inputs} ({names}); "
+        "return one per input, None where there is none"
+    )
+    call_message = (
+        "{method} returns {returned} but {cls}.apply is called with {arguments} on line {line}; "
+        "return one per input, None where there is none"
+    )
+    surplus_message = (
+        "{method} returns {returned} but forward takes {inputs} ({names}); "
+        "drop the extra values (only surplus Nones are ignored)"
+    )
+    falls_off = "can end without a return (one None)"
+    invalid = (
+        """
+        class LinearFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, weight, bias):
+                ctx.save_for_backward(x, weight)
+                return x @ weight.t() + bias
+
+            @staticmethod
+            def backward(ctx, grad):
+                x, weight = ctx.saved_tensors
+                return grad @ weight, grad.t() @ x
+        """,
+    )
+    valid = (
+        """
+        class ScaleFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, scale=2.0, inplace=False):
+                ctx.scale = scale
+                return x * scale
+
+            @staticmethod
+            def backward(ctx, grad):
+                return (grad * ctx.scale,) + (None,) * 2
+        """,
+        """
+        class FusedFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, *tensors):
+                return kernel_forward(*tensors)
+
+            @staticmethod
+            def backward(ctx, grad):
+                return kernel_backward(grad)
+        """,
+    )
+
+    def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
+        inputs = forward_inputs(model)
+        if inputs is None:
+            return
+        for name in ("backward", "vjp"):
+            method = model.method(name)
+            if method is None or method.node is None:
+                continue
+            inherited = method.owner is not model
+            forward = model.method("forward")
+            if inherited and (forward is None or forward.owner is not model):
+                continue  # the pair is checked where it is defined
+            for counted in analysis.returns(method):
+                finding = self._check_return(model, method, counted, inputs, analysis)
+                if finding is not None:
+                    if inherited and forward is not None:
+                        yield Finding(*forward.position(), finding.code, finding.message)
+                    else:
+                        yield finding
+
+    def _check_return(
+        self, model: ClassModel, method: Method, counted: CountedReturn, inputs: ForwardInputs, analysis: Analysis
+    ) -> Optional[Finding]:
+        slots = counted.slots
+        if slots is None:
+            return None
+        count = len(slots)
+        node = None if counted.falls_off else counted.node
+        qualname = f"{model.name}.{method.name}"
+        returned = self.falls_off if counted.falls_off else _plural(count, "gradient")
+        fields = dict(
+            method=qualname,
+            returned=returned,
+            inputs=_plural(inputs.total, "input"),
+            names=", ".join(inputs.names) or "none",
+        )
+        if count < inputs.required:
+            return self.report(method, node, **fields)
+        if count < inputs.total:
+            longer = [call for call in analysis.apply_calls(model.name) if (call.positional or 0) > count]
+            if longer:
+                call = longer[0]
+                return self.report(
+                    method, node, template=self.call_message, cls=model.name,
+                    arguments=_plural(call.positional or 0, "argument"), line=call.line, **fields,
+                )
+            return None
+        if count > inputs.total and not all(is_none(extra) for extra in slots[inputs.total:]):
+            return self.report(method, node, template=self.surplus_message, **fields)
+        return None
+

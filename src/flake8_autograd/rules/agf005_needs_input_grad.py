@@ -1,0 +1,118 @@
+"""AGF005: backward computes gradients for several inputs without consulting ctx.needs_input_grad."""
+
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Set
+
+import libcst as cst
+
+from ..engine.analysis import Analysis
+from ..engine.model import ClassModel, Method, forward_inputs
+from ..engine.walk import walk
+from .base import Finding, Rule
+
+
+class NeedsInputGradRule(Rule):
+    code = "AGF005"
+    name = "needs_input_grad not consulted"
+    message = (
+        "{method} computes gradients for {inputs} without checking ctx.needs_input_grad; "
+        "compute each only when ctx.needs_input_grad[i] is true and return None otherwise"
+    )
+    invalid = (
+        """
+        class MulFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a * b
+
+            @staticmethod
+            def backward(ctx, grad):
+                a, b = ctx.saved_tensors
+                return grad * b, grad * a
+        """,
+    )
+    valid = (
+        """
+        class MulFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a * b
+
+            @staticmethod
+            def backward(ctx, grad):
+                a, b = ctx.saved_tensors
+                grad_a = grad * b if ctx.needs_input_grad[0] else None
+                grad_b = grad * a if ctx.needs_input_grad[1] else None
+                return grad_a, grad_b
+        """,
+        """
+        class FusedFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return fused_forward(a, b)
+
+            @staticmethod
+            def backward(ctx, grad):
+                grad_a, grad_b = fused_backward(grad, *ctx.saved_tensors)
+                return grad_a, grad_b
+        """,
+    )
+
+    def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
+        method = model.own_methods.get("backward")
+        if method is None or method.node is None or method.facts.ctx_escapes:
+            return
+        if any("needs_input_grad" in base.segment.text for base in model.mro):
+            return
+        inputs = forward_inputs(model)
+        if inputs is None or inputs.total < 2:
+            return
+        for counted in analysis.returns(method):
+            if counted.slots is None or counted.falls_off:
+                continue
+            computed = [
+                name
+                for name, slot in zip(inputs.names, counted.slots)
+                if _is_computed(slot, method, set())
+            ]
+            if len(computed) >= 2:
+                yield self.report(method, method=method.qualname, inputs=", ".join(computed))
+                return
+
+
+def _is_computed(node: cst.BaseExpression, method: Method, following: Set[str]) -> bool:
+    """Whether producing this value costs work: a call, arithmetic or indexing, following locals."""
+    for candidate in [node, *walk(node)]:
+        if isinstance(candidate, (cst.Call, cst.BinaryOperation)):
+            return True
+        if isinstance(candidate, cst.Subscript) and not _reads_ctx(candidate.value, method):
+            return True
+        if isinstance(candidate, cst.Name) and candidate.value not in following:
+            if _name_is_computed(candidate.value, method, following):
+                return True
+    return False
+
+
+def _name_is_computed(name: str, method: Method, following: Set[str]) -> bool:
+    bindings = method.facts.bindings.get(name)
+    if not bindings:
+        return False  # a parameter passed through, a global, or a builtin
+    following.add(name)
+    values: List[Optional[cst.BaseExpression]] = []
+    for binding in bindings:
+        if binding.value is None:
+            return False  # bound in a loop, a with, ...: unsure, so not counted
+        if binding.index is not None and isinstance(binding.value, cst.Call):
+            return False  # unpacked from one fused call that yields several gradients
+        values.append(binding.value)
+    return any(value is not None and _is_computed(value, method, following) for value in values)
+
+
+def _reads_ctx(node: cst.BaseExpression, method: Method) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value == method.ctx_name

@@ -1,0 +1,49 @@
+"""Shared helpers: run the engine on source text, read fixture expectations."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from pathlib import Path
+from typing import List, Sequence, Set, Tuple
+
+import pytest
+
+from flake8_autograd.engine.checker import check_module
+from flake8_autograd.rules.base import Finding
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).parent.parent
+
+_EXPECT = re.compile(r"#\s*((?:AGF\d{3})(?:\s*,\s*AGF\d{3})*)\s*$")
+
+
+def lint(source: str, filename: str = "example.py", extra_bases: Sequence[str] = ()) -> List[Finding]:
+    """Findings for a source snippet (dedented), through the same entry point as the plugin."""
+    source = textwrap.dedent(source)
+    return check_module(ast.parse(source), source.splitlines(keepends=True), filename, extra_bases)
+
+
+def codes(source: str, **kwargs: object) -> List[str]:
+    return [finding.code for finding in lint(source, **kwargs)]  # type: ignore[arg-type]
+
+
+def expected_findings(path: Path) -> Set[Tuple[int, str]]:
+    """(line, code) pairs written as trailing ``# AGF00N`` comments in a fixture file."""
+    expected: Set[Tuple[int, str]] = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        match = _EXPECT.search(line)
+        if match:
+            for code in match.group(1).split(","):
+                expected.add((number, code.strip()))
+    return expected
+
+
+def fixture_paths() -> List[Path]:
+    return sorted(FIXTURES.glob("agf*.py"))
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES

@@ -1,0 +1,47 @@
+"""Custom autograd Functions with one mistake per rule: run flake8 on this file to see them all."""
+
+import torch
+
+
+class ScaledLinear(torch.autograd.Function):
+    """AGF003 and AGF004: a tensor kept on ctx, and too few gradients for three inputs."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        ctx.bias = bias.contiguous()  # should go through save_for_backward
+        return x @ weight.t() + bias
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, weight = ctx.saved_tensors
+        grad_x = grad_output @ weight
+        grad_weight = grad_output.t() @ x
+        return grad_x, grad_weight  # bias gets no gradient slot
+
+
+class LegacyRelu(torch.autograd.Function):
+    """AGF001 and AGF002: the pre-1.3 instance-method style."""
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return x.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * (x > 0)
+
+
+class Multiply(torch.autograd.Function):
+    """AGF005: both gradients are always computed, even when only one is needed."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        a, b = ctx.saved_tensors
+        return grad_output * b, grad_output * a

@@ -1,0 +1,67 @@
+"""Each rule's own examples (shown in its docs) behave as documented, and every code is documented."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import List, Tuple
+
+import pytest
+
+from conftest import ROOT, codes
+from flake8_autograd.rules import MESSAGES, RULES
+from flake8_autograd.rules.base import Rule
+
+PRELUDE = "import torch\nfrom torch.autograd.function import once_differentiable\n"
+
+
+def examples(kind: str) -> List[Tuple[Rule, str]]:
+    return [(rule, example) for rule in RULES for example in getattr(rule, kind)]
+
+
+def _id(case: Tuple[Rule, str]) -> str:
+    return case[0].code
+
+
+@pytest.mark.parametrize("case", examples("invalid"), ids=_id)
+def test_invalid_examples_are_reported(case: Tuple[Rule, str]) -> None:
+    rule, example = case
+    assert rule.code in codes(PRELUDE + _dedent(example))
+
+
+@pytest.mark.parametrize("case", examples("valid"), ids=_id)
+def test_valid_examples_are_silent(case: Tuple[Rule, str]) -> None:
+    rule, example = case
+    assert codes(PRELUDE + _dedent(example)) == []
+
+
+def _dedent(example: str) -> str:
+    return textwrap.dedent(example)
+
+
+def test_codes_are_unique_and_sequential() -> None:
+    all_codes = [rule.code for rule in RULES]
+    assert len(set(all_codes)) == len(all_codes)
+    assert all(re.fullmatch(r"AGF\d{3}", code) for code in all_codes)
+    assert set(MESSAGES) == set(all_codes)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
+def test_every_code_has_a_docs_page(rule: Rule) -> None:
+    page = ROOT / "docs" / "rules" / f"{rule.code}.md"
+    assert page.exists(), f"{page.name} is missing"
+    text = page.read_text(encoding="utf-8")
+    for heading in ("What it does", "Why is this bad?", "Example", "Use instead", "Known limits"):
+        assert f"## {heading}" in text, f"{page.name} lacks '{heading}'"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
+def test_every_code_is_in_the_readme_table(rule: Rule) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"[{rule.code}](docs/rules/{rule.code}.md)" in readme
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
+def test_messages_start_with_an_imperative_fix(rule: Rule) -> None:
+    """The message names the problem, then says what to do after a semicolon."""
+    assert ";" in rule.message

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..rules import RULES
 from ..rules.base import Finding, Rule
@@ -44,7 +44,7 @@ def check_module(
         analysis = Analysis(tree, discovery)
         builder = _ModelBuilder(lines)
         active = list(RULES if rules is None else rules)
-        findings: Dict[tuple, Finding] = {}
+        findings: Dict[Tuple[int, int, str], Finding] = {}
         for site in sites:
             for finding in _check_class(site, builder, analysis, active):
                 findings.setdefault((finding.line, finding.column, finding.code), finding)
@@ -79,7 +79,7 @@ class _ModelBuilder:
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = lines
         self._models: Dict[int, Optional[ClassModel]] = {}
-        self._building: set = set()
+        self._building: Set[int] = set()
 
     def build(self, site: ClassSite) -> Optional[ClassModel]:
         key = id(site)

@@ -63,7 +63,7 @@ class Discovery:
 
     def __init__(self, tree: ast.Module, filename: str, extra_bases: Sequence[str] = ()) -> None:
         statements = list(iter_statements(tree.body))
-        self.imports = ImportTable.from_ast((node for node, _ in statements), filename)
+        self.imports = ImportTable.from_ast((node for node, _ in statements if isinstance(node, ast.stmt)), filename)
         self._extra_bases = tuple(extra_bases)
         self.classes: List[ClassSite] = []
         self._by_name: Dict[str, List[ClassSite]] = {}

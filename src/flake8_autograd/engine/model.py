@@ -178,10 +178,12 @@ class ClassModel:
         self.segment = segment
         self.node = segment.class_node
         self.name = site.name
-        self.bases = [base for base in bases if base is not None]
+        self.bases: List[ClassModel] = [base for base in bases if base is not None]
         # Methods may come from somewhere this module cannot see.
-        self.has_unknown_base = site.has_foreign_base or any(base is None for base in bases) or any(
-            base.has_unknown_base for base in self.bases
+        self.has_unknown_base: bool = (
+            site.has_foreign_base
+            or any(base is None for base in bases)
+            or any(base.has_unknown_base for base in self.bases)
         )
         self.own_methods: Dict[str, Method] = {}
         self.class_attributes: Dict[str, cst.BaseExpression] = {}
@@ -411,4 +413,3 @@ def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> Non
     for arg in call.args:
         if isinstance(arg.value, cst.Name) and arg.value.value == ctx_name:
             facts.ctx_escapes = True
-

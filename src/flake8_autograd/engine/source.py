@@ -47,7 +47,7 @@ def parse_class(lines: Sequence[str], node: ast.ClassDef) -> Optional[Segment]:
     last_line = getattr(node, "end_lineno", None)
     if last_line is None:  # pragma: no cover - Python < 3.8 has no end positions
         return None
-    text = "".join(lines[first_line - 1 : last_line])
+    text = "".join(lines[first_line - 1:last_line])
     if text.startswith("\ufeff"):
         text = text[1:]
     indented = node.col_offset > 0
@@ -59,7 +59,7 @@ def parse_class(lines: Sequence[str], node: ast.ClassDef) -> Optional[Segment]:
         module = cst.parse_module(text)
     except Exception:  # libcst rejects syntax it does not know (newer grammar): stay silent
         return None
-    statement = module.body[0] if module.body else None
+    statement: Optional[cst.CSTNode] = module.body[0] if module.body else None
     if indented and isinstance(statement, cst.If) and isinstance(statement.body, cst.IndentedBlock):
         statement = statement.body.body[0] if statement.body.body else None
     if not isinstance(statement, cst.ClassDef):

@@ -207,6 +207,22 @@ class TensorInference:
             return [self.kind(element.value) for element in node.elements]
         return None
 
+    def origin(self, node: cst.BaseExpression) -> Optional[str]:
+        """"input" or "output" (see :meth:`name_origin`) for a name or ``inputs[i]``/``output[i]``."""
+        if isinstance(node, cst.Name):
+            return self.name_origin(node.value)
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and self.role == "setup_context":
+            signature = self.method.signature
+            positional = signature.positional if signature is not None else []
+            name = node.value.value
+            if name in self.facts.bindings:
+                return None
+            if len(positional) > 1 and name == positional[1].name:
+                return "input"
+            if len(positional) > 2 and name == positional[2].name:
+                return "output"
+        return None
+
     def name_origin(self, name: str) -> Optional[str]:
         """"input" for a forward input (or an element of setup_context's ``inputs``), "output"
         for what forward returns; None otherwise."""

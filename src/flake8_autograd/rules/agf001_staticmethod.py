@@ -13,7 +13,9 @@ class StaticMethodRule(Rule):
     code = "AGF001"
     name = "contract method must be a @staticmethod"
     message = "{method} must be a @staticmethod; add @staticmethod above the def"
-    classmethod_message = "{method} must be a @staticmethod, not a @classmethod; replace @classmethod with @staticmethod"
+    classmethod_message = (
+        "{method} must be a @staticmethod, not a @classmethod; replace @classmethod with @staticmethod"
+    )
     invalid = (
         """
         class MyFn(torch.autograd.Function):

@@ -87,13 +87,12 @@ class TensorOnCtxRule(Rule):
         tensors = [value for value in values if inference.kind(value) is Kind.TENSOR]
         if not tensors:
             return None
-        origins = {inference.name_origin(value.value) if isinstance(value, cst.Name) else None for value in tensors}
-        for candidate in ("output", "input"):
-            if candidate in origins:
-                origin = candidate
-                break
-        else:
-            origin = "output" if _is_returned(store, inference, tensors) else "other"
+        origins = {inference.origin(value) for value in tensors}
+        origin = "other"
+        if "output" in origins or _is_returned(store, inference, tensors):
+            origin = "output"
+        elif "input" in origins:
+            origin = "input"
         label = _quote(tensors[0])
         if len(tensors) > 1:
             label = f"{label} (and {len(tensors) - 1} more)"

@@ -118,4 +118,3 @@ class GradientCountRule(Rule):
         if count > inputs.total and not all(is_none(extra) for extra in slots[inputs.total:]):
             return self.report(method, node, template=self.surplus_message, **fields)
         return None
-

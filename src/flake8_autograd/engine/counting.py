@@ -8,7 +8,7 @@ name every binding of which agrees. Anything else is unknown, and rules stay sil
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Set, Union
+from typing import List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -17,13 +17,17 @@ from .tensors import Kind, TensorInference
 
 _NONE = cst.Name("None")
 
+# One returned value: the expression that produces it on each path (several when the returned name
+# is bound on several paths, e.g. in both branches of an ``if``).
+Slot = Tuple[cst.BaseExpression, ...]
+
 
 @dataclass
 class CountedReturn:
     """One way out of a method: a ``return`` statement, or falling off the end (``node`` is the def)."""
 
     node: Union[cst.Return, cst.FunctionDef]
-    slots: Optional[List[cst.BaseExpression]]  # one expression per returned value; None if unknown
+    slots: Optional[List[Slot]]  # one entry per returned value; None if the count is unknown
 
     @property
     def count(self) -> Optional[int]:
@@ -41,11 +45,11 @@ def counted_returns(method: Method, inference: TensorInference) -> List[CountedR
         return []
     counter = _Counter(inference)
     results = [
-        CountedReturn(ret, [_NONE] if ret.value is None else counter.slots(ret.value)) for ret in facts.returns
+        CountedReturn(ret, [(_NONE,)] if ret.value is None else counter.slots(ret.value)) for ret in facts.returns
     ]
     body = method.node.body
     if isinstance(body, cst.IndentedBlock) and can_fall_off(body.body):
-        results.append(CountedReturn(method.node, [_NONE]))
+        results.append(CountedReturn(method.node, [(_NONE,)]))
     return results
 
 
@@ -58,8 +62,9 @@ def is_stub(function: cst.FunctionDef) -> bool:
         for small in smalls:
             if isinstance(small, cst.Pass):
                 continue
-            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString,
-                                                                        cst.ConcatenatedString)):
+            if isinstance(small, cst.Expr) and isinstance(
+                small.value, (cst.Ellipsis, cst.SimpleString, cst.ConcatenatedString)
+            ):
                 continue
             return False
     return True
@@ -69,29 +74,35 @@ def is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
 
+def slot_is_none(slot: Slot) -> bool:
+    return all(is_none(node) for node in slot)
+
+
 class _Counter:
     def __init__(self, inference: TensorInference) -> None:
         self.inference = inference
         self._following: Set[str] = set()
 
-    def slots(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    def slots(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
         if isinstance(node, cst.Tuple):
             if any(isinstance(element, cst.StarredElement) for element in node.elements):
                 return None
-            return [element.value for element in node.elements]
+            return [(element.value,) for element in node.elements]
         if isinstance(node, cst.BinaryOperation):
-            return self._arithmetic(node)
+            sequence = self._arithmetic(node)
+            if sequence is not None:
+                return sequence
         if isinstance(node, cst.Name):
             if node.value == "None":
-                return [node]
+                return [(node,)]
             named = self._name(node.value)
             if named is not None:
                 return named
         if self.inference.kind(node) in (Kind.TENSOR, Kind.NONE):
-            return [node]
+            return [(node,)]
         return None
 
-    def _arithmetic(self, node: cst.BinaryOperation) -> Optional[List[cst.BaseExpression]]:
+    def _arithmetic(self, node: cst.BinaryOperation) -> Optional[List[Slot]]:
         if isinstance(node.operator, cst.Add):
             left, right = self._sequence(node.left), self._sequence(node.right)
             if left is None or right is None:
@@ -105,33 +116,37 @@ class _Counter:
                         return sequence * max(int(times_side.evaluated_value), 0)
         return None
 
-    def _sequence(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    def _sequence(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
         """Slots of an operand of ``+``/``*``: it must be a tuple, not a single tensor."""
-        if isinstance(node, (cst.Tuple, cst.BinaryOperation)):
+        if isinstance(node, cst.Tuple):
             return self.slots(node)
+        if isinstance(node, cst.BinaryOperation):
+            return self._arithmetic(node)
         if isinstance(node, cst.Name) and node.value != "None":
             return self._name(node.value, tuples_only=True)
         return None
 
-    def _name(self, name: str, tuples_only: bool = False) -> Optional[List[cst.BaseExpression]]:
+    def _name(self, name: str, tuples_only: bool = False) -> Optional[List[Slot]]:
         bindings = self.inference.facts.bindings.get(name)
         if not bindings or name in self.inference.params or name in self._following:
             return None
         self._following.add(name)
         try:
-            counted: List[Optional[List[cst.BaseExpression]]] = []
+            counted: List[List[Slot]] = []
             for binding in bindings:
                 if binding.value is None or binding.index is not None:
                     return None
-                if tuples_only and not isinstance(binding.value, (cst.Tuple, cst.BinaryOperation)):
+                value = binding.value
+                found = self._sequence(value) if tuples_only else self.slots(value)
+                if found is None:
                     return None
-                counted.append(self.slots(binding.value))
+                counted.append(found)
         finally:
             self._following.discard(name)
-        first = counted[0]
-        if first is None or any(other is None or len(other) != len(first) for other in counted):
+        if any(len(other) != len(counted[0]) for other in counted):
             return None
-        return first if len(counted) == 1 else [cst.Name(name)] * len(first)
+        # Merge the paths slot by slot.
+        return [tuple(node for path in counted for node in path[index]) for index in range(len(counted[0]))]
 
 
 def can_fall_off(statements: Sequence[cst.BaseStatement]) -> bool:

@@ -26,15 +26,28 @@ TORCH_FUNCTION_BASES: FrozenSet[str] = frozenset(
 _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def iter_statements(statements: Sequence[ast.AST]) -> Iterator[Tuple[ast.AST, Tuple[ast.ClassDef, ...]]]:
-    """Every statement at any depth, with the chain of classes it sits in (innermost last)."""
-    stack: List[Tuple[ast.AST, Tuple[ast.ClassDef, ...]]] = [(node, ()) for node in reversed(statements)]
+@dataclass(frozen=True)
+class Place:
+    """Where a statement sits."""
+
+    classes: Tuple[ast.ClassDef, ...] = ()  # the classes it is nested in (innermost last)
+    nested: bool = False  # inside a function or class body, not at module level
+    fallback: bool = False  # inside an ``except`` handler (``except ImportError: Function = object``)
+
+
+def iter_statements(statements: Sequence[ast.AST]) -> Iterator[Tuple[ast.AST, Place]]:
+    """Every statement at any depth, with where it sits."""
+    stack: List[Tuple[ast.AST, Place]] = [(node, Place()) for node in reversed(statements)]
     while stack:
-        node, classes = stack.pop()
-        yield node, classes
-        inner = classes + (node,) if isinstance(node, ast.ClassDef) else classes
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            inner = ()  # a class inside a function is not reachable as Outer.Inner
+        node, place = stack.pop()
+        yield node, place
+        inner = place
+        if isinstance(node, ast.ClassDef):
+            inner = Place(place.classes + (node,), True, place.fallback)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner = Place((), True, place.fallback)  # a class in a function is not reachable as Outer.Inner
+        elif isinstance(node, ast.ExceptHandler):
+            inner = Place(place.classes, place.nested, True)
         for name in _BODY_FIELDS:
             block = getattr(node, name, None)
             if block:
@@ -63,13 +76,16 @@ class Discovery:
 
     def __init__(self, tree: ast.Module, filename: str, extra_bases: Sequence[str] = ()) -> None:
         statements = list(iter_statements(tree.body))
-        self.imports = ImportTable.from_ast((node for node, _ in statements if isinstance(node, ast.stmt)), filename)
+        self.imports = ImportTable.from_ast(
+            ((node, place.nested, place.fallback) for node, place in statements if isinstance(node, ast.stmt)),
+            filename,
+        )
         self._extra_bases = tuple(extra_bases)
         self.classes: List[ClassSite] = []
         self._by_name: Dict[str, List[ClassSite]] = {}
-        for node, outer in statements:
+        for node, place in statements:
             if isinstance(node, ast.ClassDef):
-                qualname = ".".join([c.name for c in outer] + [node.name])
+                qualname = ".".join([c.name for c in place.classes] + [node.name])
                 site = ClassSite(node, qualname, [ast_dotted(base) for base in node.bases])
                 self.classes.append(site)
                 self._by_name.setdefault(node.name, []).append(site)

@@ -131,7 +131,6 @@ class Method:
         self.name = name
         self.owner = owner
         self.node = node
-        self.signature = Signature.of(node) if node is not None else None
         self.decorators: List[str] = []
         if node is not None:
             for decorator in node.decorators:
@@ -139,6 +138,10 @@ class Method:
                 if isinstance(expression, cst.Call):
                     expression = expression.func
                 self.decorators.append(cst_dotted(expression) or "")
+        self.signature = Signature.of(node) if node is not None else None
+        if self.signature is not None and self.is_classmethod and self.signature.positional:
+            # Python binds ``cls``; the parameters PyTorch passes start after it.
+            self.signature.positional = self.signature.positional[1:]
         self._facts: Optional[BodyFacts] = None
 
     @property
@@ -148,6 +151,10 @@ class Method:
     @property
     def is_static(self) -> bool:
         return any(name in ("staticmethod", "builtins.staticmethod") for name in self.decorators)
+
+    @property
+    def is_classmethod(self) -> bool:
+        return any(name in ("classmethod", "builtins.classmethod") for name in self.decorators)
 
     @property
     def ctx_name(self) -> Optional[str]:

@@ -7,7 +7,7 @@ only the import table: which local name stands for which module or object.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -32,9 +32,7 @@ def module_of_file(filename: str) -> List[str]:
     parts = filename.replace("\\", "/").split("/")
     if not parts or not parts[-1].endswith(".py"):
         return []
-    parts[-1] = parts[-1][: -len(".py")]
-    if parts[-1] == "__init__":
-        parts.pop()
+    parts[-1] = parts[-1][: -len(".py")]  # a package's ``__init__`` stays: level 1 strips it
     return [part for part in parts if part and part != "."]
 
 
@@ -47,22 +45,40 @@ def resolve_relative(file_module: Sequence[str], level: int, module: Optional[st
     return ".".join(package) if package else None
 
 
+# Public re-exports, so that two spellings of one class do not look like a conflict.
+CANONICAL = {
+    "torch.autograd.Function": "torch.autograd.function.Function",
+    "torch.autograd.NestedIOFunction": "torch.autograd.function.NestedIOFunction",
+}
+
+MODULE, NESTED, FALLBACK = 0, 1, 2
+
+
 class ImportTable:
-    """Local name -> every dotted path it is bound to anywhere in the module."""
+    """Local name -> every dotted path it is bound to, by how binding it is.
+
+    Module-level bindings decide; names bound only inside functions or classes come next (a class in
+    a function may use the function's imports); bindings in ``except`` handlers are fallbacks, used
+    only when nothing else binds the name. Within a level, every binding must agree.
+    """
 
     def __init__(self) -> None:
-        self._targets: Dict[str, Set[str]] = {}
+        self._targets: Tuple[Dict[str, Set[str]], ...] = ({}, {}, {})
+        self.level = MODULE
 
     def bind(self, name: str, target: str) -> None:
-        self._targets.setdefault(name, set()).add(target)
+        self._targets[self.level].setdefault(name, set()).add(CANONICAL.get(target, target))
 
     def resolve_name(self, name: str) -> Optional[str]:
         """The one dotted path ``name`` stands for; None when unbound by imports, or ambiguous."""
-        targets = self._targets.get(name)
-        if targets is None or len(targets) != 1:
-            return None
-        (target,) = targets
-        return None if target == LOCAL_BINDING else target
+        for level in self._targets:
+            targets = level.get(name)
+            if targets is not None:
+                if len(targets) != 1:
+                    return None
+                (target,) = targets
+                return None if target == LOCAL_BINDING else target
+        return None
 
     def resolve_dotted(self, dotted: str) -> Optional[str]:
         head, _, rest = dotted.partition(".")
@@ -72,10 +88,12 @@ class ImportTable:
         return f"{target}.{rest}" if rest else target
 
     @classmethod
-    def from_ast(cls, statements: Iterable[ast.stmt], filename: str) -> "ImportTable":
+    def from_ast(cls, statements: Iterable[Tuple[ast.stmt, bool, bool]], filename: str) -> "ImportTable":
+        """From ``(statement, nested, in_except_handler)`` triples."""
         table = cls()
         file_module: Optional[List[str]] = None
-        for node in statements:
+        for node, nested, fallback in statements:
+            table.level = FALLBACK if fallback else NESTED if nested else MODULE
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:

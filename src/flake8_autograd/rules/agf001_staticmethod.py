@@ -48,7 +48,7 @@ class StaticMethodRule(Rule):
             method = model.own_methods.get(name)
             if method is None or method.node is None or method.is_static:
                 continue
-            if "classmethod" in method.decorators:
+            if method.is_classmethod:
                 yield self.report(method, template=self.classmethod_message, method=method.qualname)
             else:
                 yield self.report(method, method=method.qualname)

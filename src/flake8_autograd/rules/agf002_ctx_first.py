@@ -55,7 +55,7 @@ class CtxFirstRule(Rule):
             method = model.own_methods.get(name)
             if method is None or method.signature is None:
                 continue
-            if name == "forward" and (model.setup_context_style or not model.knows_method("setup_context")):
+            if name == "forward" and model.setup_context_style:
                 continue
             first = method.signature.first
             if first is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from ..engine.analysis import Analysis
-from ..engine.counting import CountedReturn, is_none
+from ..engine.counting import CountedReturn, slot_is_none
 from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs
 from .base import Finding, Rule
 
@@ -115,6 +115,6 @@ class GradientCountRule(Rule):
                     arguments=_plural(call.positional or 0, "argument"), line=call.line, **fields,
                 )
             return None
-        if count > inputs.total and not all(is_none(extra) for extra in slots[inputs.total:]):
+        if count > inputs.total and not all(slot_is_none(extra) for extra in slots[inputs.total:]):
             return self.report(method, node, template=self.surplus_message, **fields)
         return None

@@ -66,8 +66,6 @@ class NeedsInputGradRule(Rule):
         method = model.own_methods.get("backward")
         if method is None or method.node is None or method.facts.ctx_escapes:
             return
-        if any("needs_input_grad" in base.segment.text for base in model.mro):
-            return
         inputs = forward_inputs(model)
         if inputs is None or inputs.total < 2:
             return
@@ -77,11 +75,19 @@ class NeedsInputGradRule(Rule):
             computed = [
                 name
                 for name, slot in zip(inputs.names, counted.slots)
-                if _is_computed(slot, method, set())
+                if any(_is_computed(node, method, set()) for node in slot)
             ]
             if len(computed) >= 2:
-                yield self.report(method, method=method.qualname, inputs=", ".join(computed))
+                if not any(_reads_needs_input_grad(base) for base in model.mro):
+                    yield self.report(method, method=method.qualname, inputs=", ".join(computed))
                 return
+
+
+def _reads_needs_input_grad(model: ClassModel) -> bool:
+    """Any ``.needs_input_grad`` in the class, nested functions included (a helper may check it)."""
+    return any(
+        isinstance(node, cst.Attribute) and node.attr.value == "needs_input_grad" for node in walk(model.node)
+    )
 
 
 def _is_computed(node: cst.BaseExpression, method: Method, following: Set[str]) -> bool:

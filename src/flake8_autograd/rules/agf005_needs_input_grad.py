@@ -72,15 +72,19 @@ class NeedsInputGradRule(Rule):
         for counted in analysis.returns(method):
             if counted.slots is None or counted.falls_off:
                 continue
-            computed = [
-                name
-                for name, slot in zip(inputs.names, counted.slots)
-                if any(_is_computed(node, method, set()) for node in slot)
-            ]
-            if len(computed) >= 2:
+            computed = []
+            computations = set()  # one value returned in two slots is one computation
+            for name, slot in zip(inputs.names, counted.slots):
+                if any(_is_computed(node, method, set()) for node in slot):
+                    computed.append(name)
+                    computations.add(tuple(_EMPTY_MODULE.code_for_node(node) for node in slot))
+            if len(computations) >= 2:
                 if not any(_reads_needs_input_grad(base) for base in model.mro):
                     yield self.report(method, method=method.qualname, inputs=", ".join(computed))
                 return
+
+
+_EMPTY_MODULE = cst.Module(body=[])
 
 
 def _reads_needs_input_grad(model: ClassModel) -> bool:

@@ -8,7 +8,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 from ..rules import RULES
 from ..rules.base import Finding, Rule
 from .analysis import Analysis
-from .discovery import ClassSite, Discovery
+from .discovery import MAX_LOCAL_DEPTH, ClassSite, Discovery
 from .model import ClassModel
 from .source import parse_class
 
@@ -85,8 +85,8 @@ class _ModelBuilder:
         key = id(site)
         if key in self._models:
             return self._models[key]
-        if key in self._building:
-            return None  # a cycle of local bases
+        if key in self._building or len(self._building) > MAX_LOCAL_DEPTH:
+            return None  # a cycle of local bases, or a hierarchy too deep to follow
         self._building.add(key)
         try:
             segment = parse_class(self.lines, site.node)

@@ -17,6 +17,9 @@ from .tensors import Kind, TensorInference
 
 _NONE = cst.Name("None")
 
+# More returned values than any real backward has: counting stops (and stays silent) past this.
+MAX_SLOTS = 1_000
+
 # One returned value: the expression that produces it on each path (several when the returned name
 # is bound on several paths, e.g. in both branches of an ``if``).
 Slot = Tuple[cst.BaseExpression, ...]
@@ -105,15 +108,16 @@ class _Counter:
     def _arithmetic(self, node: cst.BinaryOperation) -> Optional[List[Slot]]:
         if isinstance(node.operator, cst.Add):
             left, right = self._sequence(node.left), self._sequence(node.right)
-            if left is None or right is None:
+            if left is None or right is None or len(left) + len(right) > MAX_SLOTS:
                 return None
             return left + right
         if isinstance(node.operator, cst.Multiply):
             for sequence_side, times_side in ((node.left, node.right), (node.right, node.left)):
                 if isinstance(times_side, cst.Integer):
                     sequence = self._sequence(sequence_side)
-                    if sequence is not None:
-                        return sequence * max(int(times_side.evaluated_value), 0)
+                    times = int(times_side.evaluated_value)
+                    if sequence is not None and 0 <= len(sequence) * times <= MAX_SLOTS:
+                        return sequence * times
         return None
 
     def _sequence(self, node: cst.BaseExpression) -> Optional[List[Slot]]:

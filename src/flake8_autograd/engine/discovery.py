@@ -23,6 +23,9 @@ TORCH_FUNCTION_BASES: FrozenSet[str] = frozenset(
     }
 )
 
+# How many levels of local inheritance are followed.
+MAX_LOCAL_DEPTH = 100
+
 _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
@@ -119,10 +122,12 @@ class Discovery:
     def _resolve_all(self) -> None:
         state: Dict[int, Union[bool, None]] = {}  # id(site) -> verdict; None while in progress
 
-        def resolve(site: ClassSite) -> bool:
+        def resolve(site: ClassSite, depth: int = 0) -> bool:
             key = id(site)
             if key in state:
                 return bool(state[key])  # a cycle of local bases: not a Function through it
+            if depth > MAX_LOCAL_DEPTH:
+                return False  # generated hierarchies this deep are not worth a stack overflow
             state[key] = None
             verdict = False
             for dotted in site.base_names:
@@ -138,10 +143,10 @@ class Discovery:
                 if candidates and self.imports.resolve_dotted(dotted) is None:
                     if len(candidates) == 1:
                         site.local_bases.append(candidates[0])
-                        if resolve(candidates[0]):
+                        if resolve(candidates[0], depth + 1):
                             verdict = True
                         continue
-                    if all(resolve(candidate) for candidate in candidates):
+                    if all(resolve(candidate, depth + 1) for candidate in candidates):
                         verdict = True
                 site.has_foreign_base = True
             state[key] = verdict

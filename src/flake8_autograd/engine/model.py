@@ -10,13 +10,18 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from .discovery import ClassSite
+from .discovery import MAX_LOCAL_DEPTH, ClassSite
 from .names import cst_dotted
 from .source import Segment
 from .walk import SCOPE_NODES, walk_scope
 
 # The methods of the autograd contract, in the order a reader expects them.
 CONTRACT_METHODS = ("forward", "setup_context", "backward", "vjp", "jvp", "vmap")
+
+# Methods of the ctx object: a parameter that calls one of them is the ctx, whatever its name.
+CTX_METHODS = frozenset(
+    {"save_for_backward", "save_for_forward", "mark_dirty", "mark_non_differentiable", "set_materialize_grads"}
+)
 
 # Attributes and methods that exist only on tensors: a name used with one of them is a tensor.
 TENSOR_EVIDENCE_ATTRIBUTES = frozenset(
@@ -229,6 +234,9 @@ class ClassModel:
                 model = stack.pop(0)
                 if id(model) in seen:
                     continue
+                if len(order) > MAX_LOCAL_DEPTH:
+                    self.has_unknown_base = True  # too deep to follow: treat the rest as unseen
+                    break
                 seen.add(id(model))
                 order.append(model)
                 stack[0:0] = model.bases
@@ -286,8 +294,21 @@ def forward_inputs(model: ClassModel) -> Optional[ForwardInputs]:
         return None
     params = list(forward.signature.positional)
     if forward.ctx_name is not None:
+        if not uses_first_as_ctx(forward):
+            return None  # ``forward(x)`` with no setup_context: is x the ctx or an input? Unknown.
         params = params[1:]
     return ForwardInputs(params, model.setup_context_style)
+
+
+def uses_first_as_ctx(method: Method) -> bool:
+    """The first parameter is named ctx, or the body uses it as one (``self.save_for_backward``)."""
+    name = method.ctx_name
+    if name is None:
+        return False
+    if name == "self" or "ctx" in name or "context" in name:
+        return True
+    facts = method.facts
+    return bool(CTX_METHODS.intersection(facts.ctx_calls))
 
 
 def collect_facts(function: cst.FunctionDef, ctx_name: Optional[str]) -> BodyFacts:

@@ -16,6 +16,10 @@ from .model import Binding, ClassModel, Method, Param
 from .names import ImportTable, cst_dotted
 
 
+MAX_STEPS = 20_000
+MAX_DEPTH = 200
+
+
 class Kind(enum.Enum):
     TENSOR = "tensor"  # a tensor, possibly None on some paths (``Optional[Tensor]``)
     NONE = "None"  # the literal None
@@ -193,11 +197,24 @@ class TensorInference:
         self._names: Dict[str, Kind] = {}
         self._in_progress: Set[str] = set()
         self._forward_inference: Optional[TensorInference] = None
+        self._steps = 0
+        self._depth = 0
 
     # -- public --------------------------------------------------------------------------------
     def kind(self, node: cst.BaseExpression) -> Kind:
         found = self._kind(node)
         return Kind.UNKNOWN if found is None else found
+
+    def _kind(self, node: cst.BaseExpression) -> Optional[Kind]:
+        # A budget against pathological code (deep nesting, long chains of names): past it, unknown.
+        self._steps += 1
+        self._depth += 1
+        try:
+            if self._steps > MAX_STEPS or self._depth > MAX_DEPTH:
+                return Kind.UNKNOWN
+            return self._expression_kind(node)
+        finally:
+            self._depth -= 1
 
     def element_kinds(self, node: cst.BaseExpression) -> Optional[List[Kind]]:
         """Per-element kinds of a tuple or list value (a display, or a name bound to one)."""
@@ -249,7 +266,7 @@ class TensorInference:
         return None
 
     # -- expressions ---------------------------------------------------------------------------
-    def _kind(self, node: cst.BaseExpression) -> Optional[Kind]:  # noqa: C901 - one dispatch table
+    def _expression_kind(self, node: cst.BaseExpression) -> Optional[Kind]:  # noqa: C901 - one dispatch table
         if _is_literal(node):
             return Kind.NOT_TENSOR
         if isinstance(node, cst.Name):
@@ -408,8 +425,7 @@ class TensorInference:
             return None
         else:
             result = join(known)
-        if not self._in_progress:
-            self._names[name] = result
+        self._names[name] = result  # known answers are final: each name is evaluated once
         return result
 
     def _param_kind(self, param: Param, rebound: bool) -> Kind:
@@ -431,7 +447,13 @@ class TensorInference:
             return Kind.UNKNOWN
         if not rebound and param.name in self.facts.tensor_uses:
             return Kind.TENSOR
+        if param.default is not None and _is_literal(param.default):
+            return Kind.NOT_TENSOR  # ``scale=1.0``, ``inplace=False``
         return Kind.UNKNOWN
+
+    def input_kind(self, param: Param) -> Kind:
+        """What a forward input is, from its annotation, default and use in this body."""
+        return self._param_kind(param, rebound=param.name in self.facts.bindings)
 
     def _binding_kind(self, binding: Binding) -> Optional[Kind]:
         value = binding.value

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine.analysis import Analysis
-from ..engine.model import ClassModel
+from ..engine.model import ClassModel, uses_first_as_ctx
 from .base import Finding, Rule
 
 # vmap takes ``info`` first; forward takes ctx only in the combined style (checked below).
@@ -17,6 +17,9 @@ class CtxFirstRule(Rule):
     name = "first parameter must be ctx"
     message = "{method} takes {first!r} first; name the first parameter ctx"
     missing_message = "{method} takes no ctx parameter; add ctx as the first parameter"
+    forward_without_ctx_message = (
+        "{method} takes {first!r} first, not ctx; add ctx before it, or define setup_context(ctx, inputs, output)"
+    )
     invalid = (
         """
         class MyFn(torch.autograd.Function):
@@ -62,4 +65,8 @@ class CtxFirstRule(Rule):
                 if method.signature.vararg is None:
                     yield self.report(method, template=self.missing_message, method=method.qualname)
             elif first.name != "ctx":
-                yield self.report(method, first.node, method=method.qualname, first=first.name)
+                if name == "forward" and not uses_first_as_ctx(method):
+                    template = self.forward_without_ctx_message
+                else:
+                    template = self.message
+                yield self.report(method, first.node, template=template, method=method.qualname, first=first.name)

@@ -18,18 +18,18 @@ class GradientCountRule(Rule):
     code = "AGF004"
     name = "backward returns the wrong number of gradients"
     message = (
-        "{method} returns {returned} but forward takes {inputs} ({names}); "
+        "{method} {returned} but forward takes {inputs} ({names}); "
         "return one per input, None where there is none"
     )
     call_message = (
-        "{method} returns {returned} but {cls}.apply is called with {arguments} on line {line}; "
+        "{method} {returned} but {cls}.apply is called with {arguments} on line {line}; "
         "return one per input, None where there is none"
     )
     surplus_message = (
-        "{method} returns {returned} but forward takes {inputs} ({names}); "
+        "{method} {returned} but forward takes {inputs} ({names}); "
         "drop the extra values (only surplus Nones are ignored)"
     )
-    falls_off = "can end without a return (one None)"
+    falls_off = "can end without a return (returning one None)"
     invalid = (
         """
         class LinearFn(torch.autograd.Function):
@@ -97,7 +97,7 @@ class GradientCountRule(Rule):
         count = len(slots)
         node = None if counted.falls_off else counted.node
         qualname = f"{model.name}.{method.name}"
-        returned = self.falls_off if counted.falls_off else _plural(count, "gradient")
+        returned = self.falls_off if counted.falls_off else "returns " + _plural(count, "gradient")
         fields = dict(
             method=qualname,
             returned=returned,

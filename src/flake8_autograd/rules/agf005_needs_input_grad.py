@@ -8,6 +8,7 @@ import libcst as cst
 
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, Method, forward_inputs
+from ..engine.tensors import Kind
 from ..engine.walk import walk
 from .base import Finding, Rule
 
@@ -69,14 +70,18 @@ class NeedsInputGradRule(Rule):
         inputs = forward_inputs(model)
         if inputs is None or inputs.total < 2:
             return
+        forward = model.method("forward")
+        forward_inference = analysis.inference(forward) if forward is not None and forward.node is not None else None
         for counted in analysis.returns(method):
             if counted.slots is None or counted.falls_off:
                 continue
             computed = []
             computations = set()  # one value returned in two slots is one computation
-            for name, slot in zip(inputs.names, counted.slots):
+            for param, slot in zip(inputs.params, counted.slots):
+                if forward_inference is not None and forward_inference.input_kind(param) is Kind.NOT_TENSOR:
+                    continue  # a non-tensor input takes no gradient at all (PyTorch requires None there)
                 if any(_is_computed(node, method, set()) for node in slot):
-                    computed.append(name)
+                    computed.append(param.name)
                     computations.add(tuple(_EMPTY_MODULE.code_for_node(node) for node in slot))
             if len(computations) >= 2:
                 if not any(_reads_needs_input_grad(base) for base in model.mro):

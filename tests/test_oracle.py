@@ -12,6 +12,7 @@ The whole module is skipped when torch is not installed.
 from __future__ import annotations
 
 import gc
+import os
 import textwrap
 import warnings
 import weakref
@@ -24,6 +25,8 @@ import pytest
 with warnings.catch_warnings():
     # A torch wheel without numpy warns at import; irrelevant to these tests.
     warnings.filterwarnings("ignore", message=r"Failed to initialize NumPy", category=UserWarning)
+    if os.environ.get("AGF_REQUIRE_TORCH"):
+        import torch  # CI installs torch: a missing torch there must fail, not skip
     torch = pytest.importorskip(
         "torch", reason="the oracle layer runs fixture Functions under PyTorch, which is not installed"
     )

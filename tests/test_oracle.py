@@ -26,7 +26,7 @@ with warnings.catch_warnings():
     # A torch wheel without numpy warns at import; irrelevant to these tests.
     warnings.filterwarnings("ignore", message=r"Failed to initialize NumPy", category=UserWarning)
     if os.environ.get("AGF_REQUIRE_TORCH"):
-        import torch  # CI installs torch: a missing torch there must fail, not skip
+        import torch  # noqa: F401, F811 - CI installs torch: a missing torch there must fail, not skip
     torch = pytest.importorskip(
         "torch", reason="the oracle layer runs fixture Functions under PyTorch, which is not installed"
     )

@@ -12,6 +12,7 @@ The whole module is skipped when torch is not installed.
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import textwrap
 import warnings
@@ -25,11 +26,12 @@ import pytest
 with warnings.catch_warnings():
     # A torch wheel without numpy warns at import; irrelevant to these tests.
     warnings.filterwarnings("ignore", message=r"Failed to initialize NumPy", category=UserWarning)
-    if os.environ.get("AGF_REQUIRE_TORCH"):
-        import torch  # noqa: F401, F811 - CI installs torch: a missing torch there must fail, not skip
-    torch = pytest.importorskip(
-        "torch", reason="the oracle layer runs fixture Functions under PyTorch, which is not installed"
-    )
+    if os.environ.get("AGF_REQUIRE_TORCH"):  # CI installs torch: a missing torch there fails, not skips
+        torch = importlib.import_module("torch")
+    else:
+        torch = pytest.importorskip(
+            "torch", reason="the oracle layer runs fixture Functions under PyTorch, which is not installed"
+        )
 
 from conftest import FIXTURES, expected_findings, lint  # noqa: E402
 from oracle import ClassBlock, Declaration, LoadedFixture, check, load_fixture, parse_fixture  # noqa: E402

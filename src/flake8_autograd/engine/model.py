@@ -112,6 +112,28 @@ class CtxStore:
 
 
 @dataclass
+class CtxSubscript:
+    """``ctx.attribute[index]`` with a constant index (None when not constant)."""
+
+    attribute: str
+    index: Optional[int]
+    node: cst.Subscript
+
+
+@dataclass
+class InPlace:
+    """A local name modified in place: ``x.add_(...)``, ``x[i] = v``, ``x += v`` or ``out=x``."""
+
+    name: str
+    node: cst.CSTNode
+    how: str
+
+
+# In-place methods that change a tensor's data (``requires_grad_`` only flips a flag).
+_NOT_DATA_IN_PLACE = frozenset({"requires_grad_", "retain_grad", "share_memory_", "record_stream"})
+
+
+@dataclass
 class BodyFacts:
     """What one walk over a method body found (nested functions, classes and lambdas excluded)."""
 
@@ -123,6 +145,9 @@ class BodyFacts:
     reads_needs_input_grad: bool = False
     ctx_escapes: bool = False  # ctx handed to a call, which may do anything with it
     yields: bool = False
+    ctx_reads: Dict[str, List[cst.Attribute]] = field(default_factory=dict)  # ctx.<attr> loads
+    ctx_subscripts: List[CtxSubscript] = field(default_factory=list)  # ctx.<attr>[i]
+    in_place: List[InPlace] = field(default_factory=list)  # name modified in place
 
     def bind(self, name: str, binding: Binding) -> None:
         self.bindings.setdefault(name, []).append(binding)
@@ -323,6 +348,9 @@ def collect_facts(function: cst.FunctionDef, ctx_name: Optional[str]) -> BodyFac
         elif isinstance(node, cst.AugAssign):
             if isinstance(node.target, cst.Name):
                 facts.bind(node.target.value, Binding(None))
+                facts.in_place.append(InPlace(node.target.value, node, "augmented assignment"))
+            elif isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
+                facts.in_place.append(InPlace(node.target.value.value, node, "indexed assignment"))
         elif isinstance(node, cst.NamedExpr):
             if isinstance(node.target, cst.Name):
                 facts.bind(node.target.value, Binding(node.value))
@@ -359,7 +387,17 @@ def collect_facts(function: cst.FunctionDef, ctx_name: Optional[str]) -> BodyFac
             facts.returns.append(node)
         elif isinstance(node, (cst.Yield, cst.Await)):
             facts.yields = facts.yields or isinstance(node, cst.Yield)
+        elif isinstance(node, cst.Subscript):
+            value = node.value
+            if (
+                isinstance(value, cst.Attribute)
+                and isinstance(value.value, cst.Name)
+                and value.value.value == ctx_name
+            ):
+                facts.ctx_subscripts.append(CtxSubscript(value.attr.value, constant_index(node), node))
         elif isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value == ctx_name and ctx_name is not None:
+                facts.ctx_reads.setdefault(node.attr.value, []).append(node)
             if node.attr.value == "needs_input_grad":
                 facts.reads_needs_input_grad = True
             if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES and isinstance(node.value, cst.Name):
@@ -378,6 +416,9 @@ def _bind_target(
 ) -> None:
     if isinstance(target, cst.Name):
         facts.bind(target.value, Binding(value))
+    elif isinstance(target, cst.Subscript):
+        if isinstance(target.value, cst.Name):
+            facts.in_place.append(InPlace(target.value.value, statement, "indexed assignment"))
     elif isinstance(target, cst.Attribute):
         if ctx_name is not None and isinstance(target.value, cst.Name) and target.value.value == ctx_name:
             facts.ctx_stores.append(CtxStore(target.attr.value, value, target))
@@ -395,6 +436,16 @@ def _bind_target(
                 facts.bind(element.value.value, Binding(value, index, len(elements)))
             else:
                 _bind_opaque(facts, element.value)
+
+
+def constant_index(node: cst.Subscript) -> Optional[int]:
+    if len(node.slice) != 1:
+        return None
+    element = node.slice[0].slice
+    if isinstance(element, cst.Index) and isinstance(element.value, cst.Integer):
+        value = element.value.evaluated_value
+        return value if isinstance(value, int) else None
+    return None
 
 
 def _display_elements(value: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
@@ -418,6 +469,13 @@ def _bind_opaque(facts: BodyFacts, target: cst.CSTNode) -> None:
 
 def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> None:
     func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        method = func.attr.value
+        if method.endswith("_") and not method.endswith("__") and method not in _NOT_DATA_IN_PLACE:
+            facts.in_place.append(InPlace(func.value.value, call, f".{method}()"))
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "out" and isinstance(arg.value, cst.Name):
+            facts.in_place.append(InPlace(arg.value.value, call, "out="))
     if ctx_name is None:
         return
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == ctx_name:

@@ -12,7 +12,7 @@ from typing import Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
-from .model import Binding, ClassModel, Method, Param
+from .model import Binding, ClassModel, Method, Param, constant_index as _constant_index
 from .names import ImportTable, cst_dotted
 
 
@@ -534,12 +534,3 @@ class TensorInference:
         if any(len(shape) != len(shapes[0]) for shape in shapes):
             return None
         return [join([shape[i] for shape in shapes]) for i in range(len(shapes[0]))]
-
-
-def _constant_index(node: cst.Subscript) -> Optional[int]:
-    if len(node.slice) != 1:
-        return None
-    element = node.slice[0].slice
-    if isinstance(element, cst.Index) and isinstance(element.value, cst.Integer):
-        return int(element.value.evaluated_value)
-    return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 from typing import List, Tuple
@@ -9,14 +10,23 @@ from typing import List, Tuple
 import pytest
 
 from conftest import ROOT, codes
-from flake8_autograd.rules import MESSAGES, RULES
+from flake8_autograd.engine.checker import check_module
+from flake8_autograd.rules import MESSAGES, PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Rule
 
 PRELUDE = "import torch\nfrom torch.autograd.function import once_differentiable\n"
 
 
 def examples(kind: str) -> List[Tuple[Rule, str]]:
-    return [(rule, example) for rule in RULES for example in getattr(rule, kind)]
+    return [(rule, example) for rule in RULES + PREVIEW_RULES for example in getattr(rule, kind)]
+
+
+def all_codes(source: str) -> List[str]:
+    """Codes from every rule, preview ones included."""
+    source = textwrap.dedent(source)
+    lines = source.splitlines(keepends=True)
+    findings = check_module(ast.parse(source), lines, "example.py", (), RULES + PREVIEW_RULES)
+    return [finding.code for finding in findings]
 
 
 def _id(case: Tuple[Rule, str]) -> str:
@@ -26,13 +36,14 @@ def _id(case: Tuple[Rule, str]) -> str:
 @pytest.mark.parametrize("case", examples("invalid"), ids=_id)
 def test_invalid_examples_are_reported(case: Tuple[Rule, str]) -> None:
     rule, example = case
-    assert rule.code in codes(PRELUDE + _dedent(example))
+    assert rule.code in all_codes(PRELUDE + _dedent(example))
 
 
 @pytest.mark.parametrize("case", examples("valid"), ids=_id)
 def test_valid_examples_are_silent(case: Tuple[Rule, str]) -> None:
     rule, example = case
-    assert codes(PRELUDE + _dedent(example)) == []
+    assert codes(PRELUDE + _dedent(example)) == []  # the default rules
+    assert rule.code not in all_codes(PRELUDE + _dedent(example))
 
 
 def _dedent(example: str) -> str:
@@ -40,10 +51,10 @@ def _dedent(example: str) -> str:
 
 
 def test_codes_are_unique_and_sequential() -> None:
-    all_codes = [rule.code for rule in RULES]
-    assert len(set(all_codes)) == len(all_codes)
-    assert all(re.fullmatch(r"AGF\d{3}", code) for code in all_codes)
-    assert set(MESSAGES) == set(all_codes)
+    registered = [rule.code for rule in RULES + PREVIEW_RULES]
+    assert len(set(registered)) == len(registered)
+    assert all(re.fullmatch(r"AGF\d{3}", code) for code in registered)
+    assert set(MESSAGES) == set(registered)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)

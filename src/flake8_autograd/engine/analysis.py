@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from .counting import CountedReturn, counted_returns
 from .discovery import Discovery
-from .model import Method
+from .model import ClassModel, Method
 from .names import ImportTable, ast_dotted
 from .tensors import TensorInference
 
@@ -21,12 +21,22 @@ class ApplyCall:
     positional: Optional[int]  # None when a ``*args`` or keyword makes the count unknown
 
 
+@dataclass(frozen=True)
+class DirectUse:
+    """``Cls()`` (instantiation) or ``Cls.forward(...)``/``Cls.backward(...)`` outside any Function class."""
+
+    line: int
+    column: int
+    what: str  # "instantiated" or the method name called directly
+
+
 class Analysis:
     def __init__(self, tree: ast.Module, discovery: Discovery) -> None:
         self.tree = tree
         self.discovery = discovery
         self.imports: ImportTable = discovery.imports
         self._apply_calls: Optional[Dict[str, List[ApplyCall]]] = None
+        self._direct_uses: Dict[str, List[DirectUse]] = {}
         self._inference: Dict[Tuple[int, str], TensorInference] = {}
         self._returns: Dict[int, List[CountedReturn]] = {}
 
@@ -47,11 +57,31 @@ class Analysis:
 
     def apply_calls(self, class_name: str) -> List[ApplyCall]:
         if self._apply_calls is None:
-            self._apply_calls = self._collect_apply_calls()
+            self._apply_calls = self._collect_calls()
         return self._apply_calls.get(class_name, [])
 
-    def _collect_apply_calls(self) -> Dict[str, List[ApplyCall]]:
+    def direct_uses(self, class_name: str) -> List[DirectUse]:
+        if self._apply_calls is None:
+            self._apply_calls = self._collect_calls()
+        return self._direct_uses.get(class_name, [])
+
+    def output_count(self, model: ClassModel) -> Optional[int]:
+        """How many outputs forward returns, when every return agrees on a certain count."""
+        forward = model.method("forward")
+        if forward is None or forward.node is None:
+            return None
+        counts = {counted.count for counted in self.returns(forward)}
+        if len(counts) != 1:
+            return None
+        (count,) = counts
+        return count
+
+    def _collect_calls(self) -> Dict[str, List[ApplyCall]]:
         """One pass over the module's expressions, run only when a rule needs call sites."""
+        function_names = {site.name for site in self.discovery.function_classes}
+        inside = [
+            (site.node.lineno, site.node.end_lineno or site.node.lineno) for site in self.discovery.function_classes
+        ]
         calls: Dict[str, List[ApplyCall]] = {}
         aliases: Dict[str, str] = {}  # fn = Cls.apply
         nodes = list(ast.walk(self.tree))
@@ -63,6 +93,7 @@ class Analysis:
         for node in nodes:
             if not isinstance(node, ast.Call):
                 continue
+            self._read_direct_use(node, function_names, inside)
             owner = _apply_owner(node.func)
             if owner is None and isinstance(node.func, ast.Name):
                 owner = aliases.get(node.func.id)
@@ -71,6 +102,22 @@ class Analysis:
             unknown = node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args)
             calls.setdefault(owner, []).append(ApplyCall(node.lineno, None if unknown else len(node.args)))
         return calls
+
+    def _read_direct_use(self, node: ast.Call, names: Set[str], inside: List[Tuple[int, int]]) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in names:
+            use = DirectUse(node.lineno, node.col_offset, "instantiated")
+            self._direct_uses.setdefault(func.id, []).append(use)
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("forward", "backward")
+            and isinstance(func.value, ast.Name)
+            and func.value.id in names
+            and not any(start <= node.lineno <= end for start, end in inside)
+        ):
+            # Inside a Function, calling another Function's forward is composition, not a mistake.
+            use = DirectUse(node.lineno, node.col_offset, func.attr)
+            self._direct_uses.setdefault(func.value.id, []).append(use)
 
 
 def _apply_owner(node: ast.expr) -> Optional[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .names import ImportTable, ast_dotted
 
@@ -86,6 +86,7 @@ class Discovery:
         self._extra_bases = tuple(extra_bases)
         self.classes: List[ClassSite] = []
         self._by_name: Dict[str, List[ClassSite]] = {}
+        self._subclassed: Optional[Set[int]] = None
         for node, place in statements:
             if isinstance(node, ast.ClassDef):
                 qualname = ".".join([c.name for c in place.classes] + [node.name])
@@ -99,6 +100,11 @@ class Discovery:
     @property
     def function_classes(self) -> List[ClassSite]:
         return [site for site in self.classes if site.is_function]
+
+    def has_local_subclass(self, site: ClassSite) -> bool:
+        if self._subclassed is None:
+            self._subclassed = {id(base) for other in self.classes for base in other.local_bases}
+        return id(site) in self._subclassed
 
     def local_class(self, dotted: str) -> Optional[ClassSite]:
         """The one local class this name refers to; None when there is none or several."""

@@ -174,6 +174,14 @@ class Method:
             self.signature.positional = self.signature.positional[1:]
         self._facts: Optional[BodyFacts] = None
 
+    def rebinds(self, name: str) -> bool:
+        """Whether the body binds ``name`` again, other than by ``name += ...`` (which keeps the object)."""
+        bindings = self.facts.bindings.get(name, [])
+        augmented = sum(
+            1 for change in self.facts.in_place if change.name == name and change.how == "augmented assignment"
+        )
+        return len(bindings) > augmented
+
     @property
     def qualname(self) -> str:
         return f"{self.owner.name}.{self.name}"

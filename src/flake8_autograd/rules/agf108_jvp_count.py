@@ -1,0 +1,64 @@
+"""AGF108: jvp returns a different number of tangents than forward returns outputs."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..engine.analysis import Analysis
+from ..engine.model import ClassModel
+from .base import Finding, Rule
+
+
+class JvpCountRule(Rule):
+    code = "AGF108"
+    name = "jvp returns the wrong number of tangents"
+    message = (
+        "{method} returns {returned} but forward returns {outputs}; "
+        "return exactly one tangent per output (surplus Nones are not accepted)"
+    )
+    invalid = (
+        """
+        class ExpFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x: torch.Tensor):
+                out = x.exp()
+                ctx.save_for_forward(out)
+                return out
+
+            @staticmethod
+            def jvp(ctx, x_t):
+                (out,) = ctx.saved_tensors
+                return out * x_t, None
+        """,
+    )
+    valid = (
+        """
+        class ExpFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x: torch.Tensor):
+                out = x.exp()
+                ctx.save_for_forward(out)
+                return out
+
+            @staticmethod
+            def jvp(ctx, x_t):
+                (out,) = ctx.saved_tensors
+                return out * x_t
+        """,
+    )
+
+    def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
+        method = model.own_methods.get("jvp")
+        if method is None or method.node is None:
+            return
+        outputs = analysis.output_count(model)
+        if outputs is None:
+            return
+        for counted in analysis.returns(method):
+            if counted.count is None or counted.count == outputs or counted.falls_off:
+                continue
+            yield self.report(
+                method, counted.node, method=method.qualname,
+                returned=f"{counted.count} tangent" + ("s" if counted.count != 1 else ""),
+                outputs=f"{outputs} output" + ("s" if outputs != 1 else ""),
+            )

@@ -1,0 +1,56 @@
+"""AGF110: backward modifies a gradient it received in place."""
+
+from __future__ import annotations
+
+from typing import Iterator, Set
+
+from ..engine.analysis import Analysis
+from ..engine.model import ClassModel
+from .base import Finding, Rule
+
+
+class InPlaceGradRule(Rule):
+    code = "AGF110"
+    name = "gradient modified in place in backward"
+    message = (
+        "{method} modifies gradient {grad!r} in place ({how}); other parts of the graph may share it: "
+        "compute a new tensor instead ({grad} * ..., {grad}.clone())"
+    )
+    invalid = (
+        """
+        class ScaleFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                grad.mul_(2)
+                return grad
+        """,
+    )
+    valid = (
+        """
+        class ScaleFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+        """,
+    )
+
+    def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
+        for name in ("backward", "vjp"):
+            method = model.own_methods.get(name)
+            if method is None or method.signature is None or method.ctx_name is None:
+                continue
+            grads = {param.name for param in method.signature.positional[1:]}
+            reported: Set[str] = set()
+            for change in method.facts.in_place:
+                if change.name not in grads or change.name in reported or method.rebinds(change.name):
+                    continue
+                reported.add(change.name)
+                yield self.report(method, change.node, method=method.qualname, grad=change.name, how=change.how)

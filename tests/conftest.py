@@ -11,6 +11,7 @@ from typing import List, Sequence, Set, Tuple
 import pytest
 
 from flake8_autograd.engine.checker import check_module
+from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -19,10 +20,16 @@ ROOT = Path(__file__).parent.parent
 _EXPECT = re.compile(r"#\s*((?:AGF\d{3})(?:\s*,\s*AGF\d{3})*)\s*$")
 
 
-def lint(source: str, filename: str = "example.py", extra_bases: Sequence[str] = ()) -> List[Finding]:
-    """Findings for a source snippet (dedented), through the same entry point as the plugin."""
+def lint(
+    source: str, filename: str = "example.py", extra_bases: Sequence[str] = (), preview: bool = False
+) -> List[Finding]:
+    """Findings for a source snippet (dedented), through the same entry point as the plugin.
+
+    ``preview`` adds the preview rules, as ``--autograd-preview`` does.
+    """
     source = textwrap.dedent(source)
-    return check_module(ast.parse(source), source.splitlines(keepends=True), filename, extra_bases)
+    rules = RULES + PREVIEW_RULES if preview else RULES
+    return check_module(ast.parse(source), source.splitlines(keepends=True), filename, extra_bases, rules)
 
 
 def codes(source: str, **kwargs: object) -> List[str]:

@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import pytest
 
-from conftest import FIXTURES, ROOT, expected_findings, fixture_paths
+from conftest import ROOT, expected_findings, fixture_paths
 
 FLAKE8 = str(Path(sys.executable).parent / "flake8")
 

@@ -147,3 +147,31 @@ def test_function_bases_option_from_config_file(tmp_path: Path, config_name: str
         "[flake8]\nautograd-function-bases =\n    other.Base,\n    mypkg.autograd_base.KernelFunction\n"
     )
     assert output_codes(flake8("--select", "AGF", "ops.py", cwd=tmp_path)) == ["AGF001"]
+
+
+LIST_RETURN = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Mul(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            return [grad * b if ctx.needs_input_grad[0] else None, grad * a if ctx.needs_input_grad[1] else None]
+    """
+)
+
+
+def test_preview_rules_only_with_the_option(tmp_path: Path) -> None:
+    path = tmp_path / "mul.py"
+    path.write_text(LIST_RETURN)
+    assert output_codes(flake8("--select", "AGF", str(path), cwd=tmp_path)) == []
+    assert output_codes(flake8("--select", "AGF", "--autograd-preview", str(path), cwd=tmp_path)) == ["AGF116"]
+    (tmp_path / "setup.cfg").write_text("[flake8]\nautograd-preview = true\n")
+    assert output_codes(flake8("--select", "AGF", "mul.py", cwd=tmp_path)) == ["AGF116"]

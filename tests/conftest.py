@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 import textwrap
 from pathlib import Path
@@ -27,9 +28,17 @@ def lint(
 
     ``preview`` adds the preview rules, as ``--autograd-preview`` does.
     """
-    source = textwrap.dedent(source)
+    lines = source_lines(textwrap.dedent(source))
     rules = RULES + PREVIEW_RULES if preview else RULES
-    return check_module(ast.parse(source), source.splitlines(keepends=True), filename, extra_bases, rules)
+    return check_module(ast.parse("".join(lines)), lines, filename, extra_bases, rules)
+
+
+def source_lines(source: str) -> List[str]:
+    """The lines flake8 hands a plugin: newlines made universal, then split on ``\\n`` only.
+
+    ``str.splitlines`` would also split at form feeds and other characters Python treats as whitespace.
+    """
+    return io.StringIO(source, newline=None).readlines()
 
 
 def codes(source: str, **kwargs: object) -> List[str]:

@@ -57,7 +57,7 @@ def test_codes_are_unique_and_sequential() -> None:
     assert set(MESSAGES) == set(registered)
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
+@pytest.mark.parametrize("rule", RULES + PREVIEW_RULES, ids=lambda rule: rule.code)
 def test_every_code_has_a_docs_page(rule: Rule) -> None:
     page = ROOT / "docs" / "rules" / f"{rule.code}.md"
     assert page.exists(), f"{page.name} is missing"
@@ -66,13 +66,22 @@ def test_every_code_has_a_docs_page(rule: Rule) -> None:
         assert f"## {heading}" in text, f"{page.name} lacks '{heading}'"
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
+@pytest.mark.parametrize("rule", RULES + PREVIEW_RULES, ids=lambda rule: rule.code)
 def test_every_code_is_in_the_readme_table(rule: Rule) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"[{rule.code}](docs/rules/{rule.code}.md)" in readme
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
+@pytest.mark.parametrize("rule", RULES + PREVIEW_RULES, ids=lambda rule: rule.code)
 def test_messages_start_with_an_imperative_fix(rule: Rule) -> None:
-    """The message names the problem, then says what to do after a semicolon."""
-    assert ";" in rule.message
+    """The message names the problem, then says what to do after a semicolon (every template of the rule)."""
+    templates = [
+        value for name, value in vars(type(rule)).items() if name.endswith("message") and isinstance(value, str)
+    ]
+    assert templates and all(";" in template for template in templates)
+
+
+@pytest.mark.parametrize("rule", PREVIEW_RULES, ids=lambda rule: rule.code)
+def test_preview_docs_say_how_to_enable(rule: Rule) -> None:
+    text = (ROOT / "docs" / "rules" / f"{rule.code}.md").read_text(encoding="utf-8")
+    assert "--autograd-preview" in text

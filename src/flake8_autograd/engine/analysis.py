@@ -6,6 +6,8 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
+import libcst as cst
+
 from .counting import CountedReturn, counted_returns
 from .discovery import Discovery
 from .model import ClassModel, Method
@@ -19,6 +21,7 @@ class ApplyCall:
 
     line: int
     positional: Optional[int]  # None when a ``*args`` or keyword makes the count unknown
+    args: Tuple[ast.expr, ...] = ()  # the positional arguments, when ``positional`` is known
 
 
 @dataclass(frozen=True)
@@ -65,13 +68,29 @@ class Analysis:
             self._apply_calls = self._collect_calls()
         return self._direct_uses.get(class_name, [])
 
+    def only_literals_passed(self, class_name: str, index: int) -> bool:
+        """Whether every ``apply`` call of the module leaves input ``index`` to its default or passes a literal.
+
+        A parameter known as a non-tensor only by its literal default (``slope=0.01``) may still be given a
+        tensor by a caller; one call passing anything else, or passing arguments we cannot count, says so.
+        """
+        for call in self.apply_calls(class_name):
+            if call.positional is None:
+                return False
+            if index < call.positional and not _is_literal(call.args[index]):
+                return False
+        return True
+
     def output_count(self, model: ClassModel) -> Optional[int]:
         """How many outputs forward returns, when every return agrees on a certain count."""
         forward = model.method("forward")
         if forward is None or forward.node is None:
             return None
-        counts = {counted.count for counted in self.returns(forward)}
+        returns = self.returns(forward)
+        counts = {counted.count for counted in returns}
         if len(counts) != 1:
+            return None
+        if any(_may_return_pair(node) for counted in returns for slot in counted.slots or () for node in slot):
             return None
         (count,) = counts
         return count
@@ -100,7 +119,8 @@ class Analysis:
             if owner is None:
                 continue
             unknown = node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args)
-            calls.setdefault(owner, []).append(ApplyCall(node.lineno, None if unknown else len(node.args)))
+            call = ApplyCall(node.lineno, None) if unknown else ApplyCall(node.lineno, len(node.args), tuple(node.args))
+            calls.setdefault(owner, []).append(call)
         return calls
 
     def _read_direct_use(self, node: ast.Call, names: Set[str], inside: List[Tuple[int, int]]) -> None:
@@ -118,6 +138,41 @@ class Analysis:
             # Inside a Function, calling another Function's forward is composition, not a mistake.
             use = DirectUse(node.lineno, node.col_offset, func.attr)
             self._direct_uses.setdefault(func.value.id, []).append(use)
+
+
+# Pooling functions whose ``return_indices`` makes them return (values, indices): its positional index.
+_RETURN_INDICES_POSITION = {
+    **{f"max_pool{n}d": 6 for n in (1, 2, 3)},
+    **{f"max_pool{n}d_with_indices": 6 for n in (1, 2, 3)},
+    **{f"adaptive_max_pool{n}d": 2 for n in (1, 2, 3)},
+    **{f"adaptive_max_pool{n}d_with_indices": 2 for n in (1, 2, 3)},
+    **{f"fractional_max_pool{n}d": 4 for n in (2, 3)},
+    **{f"fractional_max_pool{n}d_with_indices": 4 for n in (2, 3)},
+}
+
+
+def _may_return_pair(node: cst.BaseExpression) -> bool:
+    """A pooling call given ``return_indices`` positionally (or by ``**kwargs``): possibly a pair, not one tensor."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    position = _RETURN_INDICES_POSITION.get(name or "")
+    if position is None:
+        return False
+    if any(arg.star for arg in node.args):
+        return True
+    positional = [arg for arg in node.args if arg.keyword is None]
+    return len(positional) > position or any(
+        arg.keyword is not None and arg.keyword.value == "return_indices" for arg in node.args
+    )
+
+
+def _is_literal(node: ast.expr) -> bool:
+    """A number, string or bool written out (``None`` is not: it may stand for an absent tensor)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and node.value is not None and node.value is not Ellipsis
 
 
 def _apply_owner(node: ast.expr) -> Optional[str]:

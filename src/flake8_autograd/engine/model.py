@@ -23,6 +23,15 @@ CTX_METHODS = frozenset(
     {"save_for_backward", "save_for_forward", "mark_dirty", "mark_non_differentiable", "set_materialize_grads"}
 )
 
+# What a ctx offers besides the methods above: reading one of these marks the name as a ctx.
+CTX_ATTRIBUTES = CTX_METHODS | frozenset(
+    {"needs_input_grad", "saved_tensors", "saved_variables", "materialize_grads", "to_save", "dirty_tensors",
+     "non_differentiable", "mark_shared_storage"}
+)
+
+# Annotations that declare a parameter to be the ctx.
+CTX_ANNOTATIONS = frozenset({"FunctionCtx", "Any", "BackwardCFunction", "NestedIOFunction", "Function"})
+
 # Attributes and methods that exist only on tensors: a name used with one of them is a tensor.
 TENSOR_EVIDENCE_ATTRIBUTES = frozenset(
     {
@@ -148,6 +157,8 @@ class BodyFacts:
     ctx_reads: Dict[str, List[cst.Attribute]] = field(default_factory=dict)  # ctx.<attr> loads
     ctx_subscripts: List[CtxSubscript] = field(default_factory=list)  # ctx.<attr>[i]
     in_place: List[InPlace] = field(default_factory=list)  # name modified in place
+    ctx_references: int = 0  # every use of the ctx name, however it is used
+    ctx_arguments: int = 0  # uses of the ctx name as a call argument
 
     def bind(self, name: str, binding: Binding) -> None:
         self.bindings.setdefault(name, []).append(binding)
@@ -157,10 +168,17 @@ class Method:
     """A contract method as written in one class: a ``def``, or an assignment such as
     ``backward = staticmethod(impl)`` whose signature is unknown."""
 
-    def __init__(self, name: str, owner: "ClassModel", node: Optional[cst.FunctionDef]) -> None:
+    def __init__(
+        self,
+        name: str,
+        owner: "ClassModel",
+        node: Optional[cst.FunctionDef],
+        statement: Optional[cst.CSTNode] = None,
+    ) -> None:
         self.name = name
         self.owner = owner
         self.node = node
+        self.statement = statement  # the class-level assignment that binds a method with no ``def``
         self.decorators: List[str] = []
         if node is not None:
             for decorator in node.decorators:
@@ -173,6 +191,7 @@ class Method:
             # Python binds ``cls``; the parameters PyTorch passes start after it.
             self.signature.positional = self.signature.positional[1:]
         self._facts: Optional[BodyFacts] = None
+        self._leftover_ctx: Optional[bool] = None
 
     def rebinds(self, name: str) -> bool:
         """Whether the body binds ``name`` again, other than by ``name += ...`` (which keeps the object)."""
@@ -199,19 +218,59 @@ class Method:
         """The name of the ctx parameter, when this method takes one first."""
         if self.signature is None or self.signature.first is None:
             return None
-        if self.name == "vmap" or (self.name == "forward" and self.owner.setup_context_style):
+        if self.name == "vmap":
             return None
+        if self.name == "forward" and self.owner.setup_context_style:
+            return self.signature.first.name if self.keeps_leftover_ctx else None
         return self.signature.first.name
+
+    @property
+    def keeps_leftover_ctx(self) -> bool:
+        """A setup_context-style forward whose first parameter is still the ctx of the combined style.
+
+        PyTorch passes no ctx to such a forward, so the parameter takes the first input: the class is broken
+        (AGF112). Only a ctx-like name used as a ctx, or not at all, counts: ``context: Tensor`` is an input.
+        """
+        if self._leftover_ctx is None:
+            self._leftover_ctx = self._find_leftover_ctx()
+        return self._leftover_ctx
+
+    def _find_leftover_ctx(self) -> bool:
+        first = self.signature.first if self.signature is not None else None
+        if self.name != "forward" or first is None or self.node is None:
+            return False
+        name = first.name
+        if name != "context" and "ctx" not in name:
+            return False
+        if first.annotation is not None:
+            declared = cst_dotted(first.annotation) or ""
+            return declared.rsplit(".", 1)[-1] in CTX_ANNOTATIONS
+        facts = collect_facts(self.node, name)
+        attributes = set(facts.ctx_reads)
+        stored = {store.attribute for store in facts.ctx_stores}
+        attribute_uses = sum(len(reads) for reads in facts.ctx_reads.values())
+        if name in facts.tensor_uses or attributes - CTX_ATTRIBUTES - stored:
+            return False  # ``context.transpose(...)``: a tensor
+        if facts.ctx_references > attribute_uses + facts.ctx_arguments:
+            return False  # ``query @ context``: used as a value
+        if facts.ctx_arguments and "ctx" not in name:
+            return False  # ``helper(context)``: a tensor or a ctx, unknown
+        self._facts = facts
+        return True
 
     @property
     def facts(self) -> BodyFacts:
         if self._facts is None:
-            self._facts = collect_facts(self.node, self.ctx_name) if self.node is not None else BodyFacts()
+            ctx_name = self.ctx_name  # may collect the facts itself
+            if self._facts is None:
+                self._facts = collect_facts(self.node, ctx_name) if self.node is not None else BodyFacts()
         return self._facts
 
     def position(self, node: Optional[cst.CSTNode] = None) -> Tuple[int, int]:
-        target = node if node is not None else self.node
-        assert target is not None
+        """Where ``node`` is; by default the ``def``, or the assignment that binds the method."""
+        target = node if node is not None else (self.node if self.node is not None else self.statement)
+        if target is None:
+            target = self.owner.node
         return self.owner.segment.position(target)
 
 
@@ -232,6 +291,7 @@ class ClassModel:
         )
         self.own_methods: Dict[str, Method] = {}
         self.class_attributes: Dict[str, cst.BaseExpression] = {}
+        self.class_attribute_statements: Dict[str, cst.CSTNode] = {}  # where each was assigned
         body = self.node.body
         statements = body.body if isinstance(body, cst.IndentedBlock) else ()
         for statement in statements:
@@ -244,6 +304,7 @@ class ClassModel:
             for small in body.body:
                 self._read_class_assignment(small)
         self._mro: Optional[List[ClassModel]] = None
+        self._forward_inputs: Optional[Tuple[Optional[ForwardInputs]]] = None
 
     def _read_class_assignment(self, small: cst.BaseSmallStatement) -> None:
         if isinstance(small, cst.Assign):
@@ -251,10 +312,12 @@ class ClassModel:
                 if isinstance(target.target, cst.Name):
                     name = target.target.value
                     self.class_attributes[name] = small.value
+                    self.class_attribute_statements[name] = small
                     if name in CONTRACT_METHODS:
-                        self.own_methods[name] = Method(name, self, None)
+                        self.own_methods[name] = Method(name, self, None, small)
         elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
             self.class_attributes[small.target.value] = small.value
+            self.class_attribute_statements[small.target.value] = small
 
     @property
     def mro(self) -> List["ClassModel"]:
@@ -292,10 +355,37 @@ class ClassModel:
         return self.method("setup_context") is not None
 
     def class_attribute(self, name: str) -> Optional[cst.BaseExpression]:
+        owner = self.class_attribute_owner(name)
+        return owner.class_attributes[name] if owner is not None else None
+
+    def class_attribute_owner(self, name: str) -> Optional["ClassModel"]:
+        """The class of the hierarchy whose assignment of ``name`` is in effect."""
         for model in self.mro:
             if name in model.class_attributes:
-                return model.class_attributes[name]
+                return model
         return None
+
+    def forward_inputs(self) -> Optional["ForwardInputs"]:
+        """The inputs ``apply`` passes to forward, as the class means them; None when unknown.
+
+        In the setup_context style every positional parameter of forward is an input, except a leftover
+        ctx (the mixed style, AGF112), which is dropped so that input positions match what the author meant.
+        """
+        if self._forward_inputs is None:
+            self._forward_inputs = (self._find_forward_inputs(),)
+        return self._forward_inputs[0]
+
+    def _find_forward_inputs(self) -> Optional["ForwardInputs"]:
+        forward = self.method("forward")
+        if forward is None or forward.signature is None or forward.signature.vararg is not None:
+            return None
+        params = list(forward.signature.positional)
+        if forward.ctx_name is not None:
+            # A leftover ctx is known as such; a forward inherited from a combined-style base must show it.
+            if not forward.owner.setup_context_style and not uses_first_as_ctx(forward):
+                return None  # ``forward(x)`` with no setup_context: is x the ctx or an input? Unknown.
+            params = params[1:]
+        return ForwardInputs(params, self.setup_context_style)
 
 
 @dataclass
@@ -322,15 +412,7 @@ class ForwardInputs:
 
 def forward_inputs(model: ClassModel) -> Optional[ForwardInputs]:
     """The inputs of the class's forward; None when they cannot be known (``*args``, no def)."""
-    forward = model.method("forward")
-    if forward is None or forward.signature is None or forward.signature.vararg is not None:
-        return None
-    params = list(forward.signature.positional)
-    if forward.ctx_name is not None:
-        if not uses_first_as_ctx(forward):
-            return None  # ``forward(x)`` with no setup_context: is x the ctx or an input? Unknown.
-        params = params[1:]
-    return ForwardInputs(params, model.setup_context_style)
+    return model.forward_inputs()
 
 
 def uses_first_as_ctx(method: Method) -> bool:
@@ -412,6 +494,8 @@ def collect_facts(function: cst.FunctionDef, ctx_name: Optional[str]) -> BodyFac
                 facts.tensor_uses.add(node.value.value)
         elif isinstance(node, cst.Call):
             _read_call(facts, node, ctx_name)
+        elif isinstance(node, cst.Name) and ctx_name is not None and node.value == ctx_name:
+            facts.ctx_references += 1
     return facts
 
 
@@ -486,6 +570,9 @@ def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> Non
             facts.in_place.append(InPlace(arg.value.value, call, "out="))
     if ctx_name is None:
         return
+    facts.ctx_arguments += sum(
+        1 for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value == ctx_name
+    )
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == ctx_name:
         facts.ctx_calls.setdefault(func.attr.value, []).append(call)
         if func.attr.value in ("save_for_backward", "mark_dirty", "save_for_forward", "mark_non_differentiable"):

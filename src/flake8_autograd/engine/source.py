@@ -5,52 +5,219 @@ small fraction of the text. A class nested in a function or another class is ind
 under a one-line ``if 1:`` header, which keeps its own indentation and columns unchanged.
 Positions are computed lazily, only for classes that have something to report, because libcst's
 position pass costs more than the parse itself.
+
+Deeply nested code needs care. libcst's native parser overflows the C stack (a segfault that takes
+the whole flake8 run down) a few thousand levels deep, and its parse time grows faster than the
+depth: a class nested deeper than :data:`MAX_SYNTAX_DEPTH` is not parsed at all. libcst's position
+pass recurses in Python once per level and fails a few hundred levels deep; there, positions come
+from flake8's ``ast`` tree instead, statement by statement.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .walk import children
 
 _INDENTED_HEADER = "if 1:\n"
+
+# Deeper than this (as libcst nests it), a class is skipped: far from the C stack limit of the
+# native parser, and still parsed in well under a second.
+MAX_SYNTAX_DEPTH = 1_000
+
+Position = Tuple[int, int]
 
 
 class Segment:
     """The source of one class statement (decorators included), parsed with libcst."""
 
     def __init__(
-        self, module: cst.Module, class_node: cst.ClassDef, first_line: int, header_lines: int, text: str
+        self,
+        module: cst.Module,
+        class_node: cst.ClassDef,
+        first_line: int,
+        header_lines: int,
+        text: str,
+        class_ast: ast.ClassDef,
+        lines: Sequence[str],
     ) -> None:
         self.module = module
         self.text = text
         self.class_node = class_node
+        self.class_ast = class_ast  # flake8's tree of the class: positions when libcst's fail
+        self.lines = lines
         self._line_offset = first_line - 1 - header_lines
-        self._positions: Optional[Dict[cst.CSTNode, CodeRange]] = None
+        self._positions: Optional[Dict[cst.CSTNode, Position]] = None
 
-    def position(self, node: cst.CSTNode) -> Tuple[int, int]:
+    def position(self, node: cst.CSTNode) -> Position:
         """(1-based line, 0-based column) of ``node`` in the file."""
         if self._positions is None:
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = dict(wrapper.resolve(PositionProvider))
-        code_range = self._positions.get(node)
-        if code_range is None:
+            self._positions = self._resolve()
+        found = self._positions.get(node)
+        if found is None:
             return self._line_offset + 1, 0
-        return code_range.start.line + self._line_offset, code_range.start.column
+        return found
+
+    def _resolve(self) -> Dict[cst.CSTNode, Position]:
+        try:
+            ranges = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        except Exception:  # noqa: BLE001 - RecursionError some hundred levels deep (or the KeyError libcst makes of it)
+            return self._statement_positions()
+        offset = self._line_offset
+        return {node: (code_range.start.line + offset, code_range.start.column) for node, code_range in ranges.items()}
+
+    def _statement_positions(self) -> Dict[cst.CSTNode, Position]:
+        """Each statement at the position ``ast`` gives it; every other node at its statement's."""
+        statements: Dict[cst.CSTNode, Position] = {self.class_node: self._ast_position(self.class_ast)}
+        pending: List[Tuple[cst.CSTNode, ast.AST]] = [(self.class_node, self.class_ast)]
+        while pending:
+            statement, node = pending.pop()
+            for suite, body in _blocks(statement, node):
+                units = list(_units(suite))
+                if len(units) != len(body):
+                    continue  # the two trees disagree here: leave this block to the enclosing statement
+                for (unit, line), ast_statement in zip(units, body):
+                    if not _same_kind(unit, ast_statement):
+                        break
+                    position = self._ast_position(ast_statement)
+                    statements[unit] = position
+                    if line is not None:
+                        statements.setdefault(line, position)  # a line of statements starts at its first
+                    pending.append((unit, ast_statement))
+        positions: Dict[cst.CSTNode, Position] = {}
+        stack: List[Tuple[cst.CSTNode, Position]] = [(self.class_node, statements[self.class_node])]
+        while stack:  # every node takes the position of the nearest statement around it
+            current, inherited = stack.pop()
+            position = statements.get(current, inherited)
+            positions[current] = position
+            stack.extend((child, position) for child in children(current))
+        return positions
+
+    def _ast_position(self, node: ast.AST) -> Position:
+        line: int = getattr(node, "lineno", 1)
+        offset: int = getattr(node, "col_offset", 0)  # in UTF-8 bytes; libcst counts characters
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return line, len(text.encode("utf-8", "surrogatepass")[:offset].decode("utf-8", "ignore"))
+
+
+# Compound statements of libcst and the ast statements they correspond to.
+_COMPOUND: Dict[Type[cst.CSTNode], Tuple[Type[ast.AST], ...]] = {
+    cst.ClassDef: (ast.ClassDef,),
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+    cst.If: (ast.If,),
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith),
+    cst.Try: (ast.Try,),
+}
+for _cst_name, _ast_name in (("TryStar", "TryStar"), ("Match", "Match")):  # newer syntax, newer versions only
+    if hasattr(cst, _cst_name) and hasattr(ast, _ast_name):
+        _COMPOUND[getattr(cst, _cst_name)] = (getattr(ast, _ast_name),)
+
+
+def _same_kind(statement: cst.CSTNode, node: ast.AST) -> bool:
+    expected = _COMPOUND.get(type(statement))
+    if expected is None:  # a small statement: any simple ast statement
+        return not any(isinstance(node, kinds) for kinds in _COMPOUND.values())
+    return isinstance(node, expected)
+
+
+Block = Tuple[Union[cst.BaseSuite, List[cst.CSTNode]], List[ast.stmt]]
+
+
+def _blocks(statement: cst.CSTNode, node: ast.AST) -> Iterator[Block]:
+    """The statement blocks of a compound statement, each with the ast statements it holds."""
+    for name in ("body", "orelse", "finalbody"):
+        suite = getattr(statement, name, None)
+        body = getattr(node, name, None)
+        if suite is None or not isinstance(body, list):
+            continue
+        if isinstance(suite, cst.If):  # elif: the orelse of ast holds one If
+            yield [suite], body
+        elif isinstance(suite, (cst.Else, cst.Finally)):
+            yield suite.body, body
+        elif isinstance(suite, cst.BaseSuite):
+            yield suite, body
+    for name in ("handlers", "cases"):
+        clauses = getattr(statement, name, ())
+        ast_clauses = getattr(node, name, None) or []
+        if len(clauses) == len(ast_clauses):
+            for clause, ast_clause in zip(clauses, ast_clauses):
+                yield clause.body, ast_clause.body
+
+
+def _units(suite: Union[cst.BaseSuite, List[cst.CSTNode]]) -> Iterator[Tuple[cst.CSTNode, Optional[cst.CSTNode]]]:
+    """The statements of a block as ast counts them: each small statement of a line on its own.
+
+    Each comes with the line of small statements it opens, if any.
+    """
+    items: Sequence[cst.CSTNode] = suite if isinstance(suite, list) else getattr(suite, "body", ())
+    for item in items:
+        if isinstance(item, cst.SimpleStatementLine):
+            for index, small in enumerate(item.body):
+                yield small, item if index == 0 else None
+        else:
+            yield item, None
+
+
+def syntax_depth_exceeds(root: ast.AST, limit: int = MAX_SYNTAX_DEPTH) -> bool:
+    """Whether libcst would nest ``root`` deeper than ``limit``.
+
+    Where ast keeps a chain of ``and``/``or`` operands flat, libcst nests one level per operand. Run on
+    every class that is parsed, so written for speed: leaves without fields (``Load``, operators) are
+    not visited.
+    """
+    stack: List[Tuple[ast.AST, int]] = [(root, 1)]
+    push = stack.append
+    while stack:
+        node, depth = stack.pop()
+        if type(node) is ast.BoolOp:
+            depth += len(node.values) - 1
+        if depth > limit:
+            return True
+        depth += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push((item, depth))
+            elif isinstance(value, ast.AST) and value._fields:
+                push((value, depth))
+    return False
+
+
+def logical_indentation(line: str) -> int:
+    """The indentation of a line as Python's tokenizer counts it: a form feed starts it over."""
+    column = 0
+    for character in line:
+        if character == " ":
+            column += 1
+        elif character == "\t":
+            column = (column // 8 + 1) * 8
+        elif character == "\x0c":
+            column = 0
+        else:
+            break
+    return column
 
 
 def parse_class(lines: Sequence[str], node: ast.ClassDef) -> Optional[Segment]:
-    """Parse the class ``node`` from the file's ``lines``; None when libcst cannot parse it."""
+    """Parse the class ``node`` from the file's ``lines``; None when libcst cannot parse it (or should not)."""
     first_line = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
     last_line = getattr(node, "end_lineno", None)
     if last_line is None:  # pragma: no cover - Python < 3.8 has no end positions
         return None
+    if syntax_depth_exceeds(node):
+        return None
     text = "".join(lines[first_line - 1:last_line])
     if text.startswith("\ufeff"):
         text = text[1:]
-    indented = node.col_offset > 0
+    indented = logical_indentation(text) > 0
     if indented:
         text = _INDENTED_HEADER + text
     if not text.endswith(("\n", "\r")):
@@ -64,4 +231,4 @@ def parse_class(lines: Sequence[str], node: ast.ClassDef) -> Optional[Segment]:
         statement = statement.body.body[0] if statement.body.body else None
     if not isinstance(statement, cst.ClassDef):
         return None
-    return Segment(module, statement, first_line, 1 if indented else 0, text)
+    return Segment(module, statement, first_line, 1 if indented else 0, text, node, lines)

@@ -12,12 +12,20 @@ from typing import Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
-from .model import Binding, ClassModel, Method, Param, constant_index as _constant_index
+from .model import Binding, ClassModel, Method, Param, constant_index as _constant_index, forward_inputs
 from .names import ImportTable, cst_dotted
 
-
+# A budget against pathological code (deep nesting, long chains of names): past it, unknown. One
+# level takes up to five Python frames, and setup_context's inference of forward runs on the same
+# stack, so the depth is shared and stays far below Python's recursion limit (1000 frames).
 MAX_STEPS = 20_000
-MAX_DEPTH = 200
+MAX_DEPTH = 100
+
+# String annotations longer than this are not parsed (no real one comes close): libcst's parser
+# overflows the C stack on deeply nested text.
+MAX_ANNOTATION_LENGTH = 500
+# Levels of ``X | Y``, ``Optional[...]`` and string annotations followed.
+MAX_ANNOTATION_DEPTH = 20
 
 
 class Kind(enum.Enum):
@@ -125,26 +133,28 @@ _NON_TENSOR_ANNOTATIONS = frozenset(
 )
 
 
-def annotation_kind(annotation: Optional[cst.BaseExpression], imports: ImportTable) -> Kind:
-    if annotation is None:
+def annotation_kind(annotation: Optional[cst.BaseExpression], imports: ImportTable, depth: int = 0) -> Kind:
+    if annotation is None or depth > MAX_ANNOTATION_DEPTH:
         return Kind.UNKNOWN
     if isinstance(annotation, cst.SimpleString):
         text = annotation.evaluated_value
-        if not isinstance(text, str):
+        if not isinstance(text, str) or len(text) > MAX_ANNOTATION_LENGTH:
             return Kind.UNKNOWN
         try:
             annotation = cst.parse_expression(text)
         except Exception:
             return Kind.UNKNOWN
+        depth += 1
     if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        return join([annotation_kind(annotation.left, imports), annotation_kind(annotation.right, imports)])
+        return join([annotation_kind(annotation.left, imports, depth + 1),
+                     annotation_kind(annotation.right, imports, depth + 1)])
     if isinstance(annotation, cst.Name) and annotation.value == "None":
         return Kind.NONE
     if isinstance(annotation, cst.Subscript):
         base = _resolved(annotation.value, imports)
         if base in ("Optional", "typing.Optional", "Union", "typing.Union"):
             kinds = [
-                annotation_kind(element.slice.value, imports)
+                annotation_kind(element.slice.value, imports, depth + 1)
                 for element in annotation.slice
                 if isinstance(element.slice, cst.Index)
             ]
@@ -176,10 +186,21 @@ def _is_literal(node: cst.BaseExpression) -> bool:
     ) or (isinstance(node, cst.Name) and node.value in ("True", "False"))
 
 
+class _Budget:
+    """Steps and depth of one inference, shared with the inference of forward that setup_context starts."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.depth = 0
+        self.cuts = 0  # how often an answer was cut short
+
+
 class TensorInference:
     """Answers ``kind(expression)`` inside one method of one Function class."""
 
-    def __init__(self, method: Method, model: ClassModel, imports: ImportTable, role: str) -> None:
+    def __init__(
+        self, method: Method, model: ClassModel, imports: ImportTable, role: str, budget: Optional[_Budget] = None
+    ) -> None:
         self.method = method
         self.model = model
         self.imports = imports
@@ -197,8 +218,7 @@ class TensorInference:
         self._names: Dict[str, Kind] = {}
         self._in_progress: Set[str] = set()
         self._forward_inference: Optional[TensorInference] = None
-        self._steps = 0
-        self._depth = 0
+        self._budget = budget if budget is not None else _Budget()
 
     # -- public --------------------------------------------------------------------------------
     def kind(self, node: cst.BaseExpression) -> Kind:
@@ -206,15 +226,16 @@ class TensorInference:
         return Kind.UNKNOWN if found is None else found
 
     def _kind(self, node: cst.BaseExpression) -> Optional[Kind]:
-        # A budget against pathological code (deep nesting, long chains of names): past it, unknown.
-        self._steps += 1
-        self._depth += 1
+        budget = self._budget
+        budget.steps += 1
+        if budget.steps > MAX_STEPS or budget.depth >= MAX_DEPTH:
+            budget.cuts += 1
+            return Kind.UNKNOWN
+        budget.depth += 1
         try:
-            if self._steps > MAX_STEPS or self._depth > MAX_DEPTH:
-                return Kind.UNKNOWN
             return self._expression_kind(node)
         finally:
-            self._depth -= 1
+            budget.depth -= 1
 
     def element_kinds(self, node: cst.BaseExpression) -> Optional[List[Kind]]:
         """Per-element kinds of a tuple or list value (a display, or a name bound to one)."""
@@ -410,14 +431,17 @@ class TensorInference:
             return self._names[name]
         if name in self._in_progress:
             return None  # a cycle through this name: no information from this path
+        cuts = self._budget.cuts
         self._in_progress.add(name)
-        kinds: List[Optional[Kind]] = []
-        bindings = self.facts.bindings.get(name, [])
-        if name in self.params:
-            kinds.append(self._param_kind(self.params[name], rebound=bool(bindings)))
-        for binding in bindings:
-            kinds.append(self._binding_kind(binding))
-        self._in_progress.discard(name)
+        try:
+            kinds: List[Optional[Kind]] = []
+            bindings = self.facts.bindings.get(name, [])
+            if name in self.params:
+                kinds.append(self._param_kind(self.params[name], rebound=bool(bindings)))
+            for binding in bindings:
+                kinds.append(self._binding_kind(binding))
+        finally:
+            self._in_progress.discard(name)
         known = [kind for kind in kinds if kind is not None]
         if not kinds:
             result: Kind = Kind.UNKNOWN  # a global, a closure variable or a builtin
@@ -425,7 +449,8 @@ class TensorInference:
             return None
         else:
             result = join(known)
-        self._names[name] = result  # known answers are final: each name is evaluated once
+        if cuts == self._budget.cuts:  # an answer the budget cut short may be known on another path: not kept
+            self._names[name] = result  # known answers are final: each name is evaluated once
         return result
 
     def _param_kind(self, param: Param, rebound: bool) -> Kind:
@@ -452,8 +477,11 @@ class TensorInference:
         return Kind.UNKNOWN
 
     def input_kind(self, param: Param) -> Kind:
-        """What a forward input is, from its annotation, default and use in this body."""
-        return self._param_kind(param, rebound=param.name in self.facts.bindings)
+        """What a forward input is, from its annotation, default and use in this body.
+
+        ``x += 1`` keeps the object (a tensor is changed in place): only a real rebinding hides what x was.
+        """
+        return self._param_kind(param, rebound=self.method.rebinds(param.name))
 
     def _binding_kind(self, binding: Binding) -> Optional[Kind]:
         value = binding.value
@@ -484,7 +512,7 @@ class TensorInference:
             forward = self.model.method("forward")
             if forward is None or forward.node is None or forward is self.method:
                 return None
-            self._forward_inference = TensorInference(forward, forward.owner, self.imports, "forward")
+            self._forward_inference = TensorInference(forward, forward.owner, self.imports, "forward", self._budget)
         return self._forward_inference
 
     def _setup_context_input(self, name: str, index: int) -> Optional[Kind]:
@@ -494,12 +522,11 @@ class TensorInference:
         if name != signature.positional[1].name or name in self.facts.bindings:
             return None
         forward = self._forward()
-        if forward is None or forward.method.signature is None:
+        # ``inputs[i]`` holds forward's i-th input as the class means them (a leftover ctx is not one).
+        inputs = forward_inputs(self.model) if forward is not None else None
+        if forward is None or inputs is None or not 0 <= index < inputs.total:
             return Kind.UNKNOWN
-        params = forward.method.signature.positional
-        if forward.method.signature.vararg is not None or index >= len(params):
-            return Kind.UNKNOWN
-        return forward._name_kind(params[index].name) or Kind.UNKNOWN
+        return forward._name_kind(inputs.params[index].name) or Kind.UNKNOWN
 
     def _setup_context_output(self, name: str, index: int) -> Optional[Kind]:
         signature = self.method.signature

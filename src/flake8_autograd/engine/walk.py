@@ -8,7 +8,7 @@ punctuation fields, and caches the field list per node type.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Iterator, Tuple, Type
+from typing import Dict, Hashable, Iterator, List, Tuple, Type
 
 import libcst as cst
 
@@ -93,3 +93,39 @@ def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         node = stack.pop()
         yield node
         stack.extend(children(node))
+
+
+def fingerprint(root: cst.CSTNode) -> Tuple[Hashable, ...]:
+    """A key equal for two expressions that are the same code up to whitespace, parentheses and comments.
+
+    Built without recursion, unlike ``Module.code_for_node``, so any depth of nesting is fine.
+    """
+    key: List[Hashable] = []
+    stack: List[object] = [root]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, cst.CSTNode):
+            key.append(item if isinstance(item, Hashable) else repr(item))
+            continue
+        key.append(type(item))  # a type, never equal to a string value
+        operator = getattr(item, "operator", None)
+        if isinstance(operator, cst.CSTNode):  # operators are left out of the child fields
+            key.append(type(operator))
+        for name in reversed(_child_fields(type(item))):
+            value = getattr(item, name)
+            if isinstance(value, (tuple, list)):
+                stack.extend(reversed(value))
+                stack.append(len(value))  # popped before the items: the key stays unambiguous
+            else:
+                stack.append(value)
+    return tuple(key)
+
+
+def is_larger_than(root: cst.CSTNode, limit: int) -> bool:
+    """Whether ``root`` has more than ``limit`` nodes below it (stops counting there)."""
+    count = 0
+    for _node in walk(root):
+        count += 1
+        if count > limit:
+            return True
+    return False

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Set
+from typing import Iterator, List, Set
 
 import libcst as cst
 
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, Method, forward_inputs
 from ..engine.tensors import Kind
-from ..engine.walk import walk
+from ..engine.walk import fingerprint, walk
 from .base import Finding, Rule
 
 
@@ -80,16 +80,13 @@ class NeedsInputGradRule(Rule):
             for param, slot in zip(inputs.params, counted.slots):
                 if forward_inference is not None and forward_inference.input_kind(param) is Kind.NOT_TENSOR:
                     continue  # a non-tensor input takes no gradient at all (PyTorch requires None there)
-                if any(_is_computed(node, method, set()) for node in slot):
+                if any(_is_computed(node, method) for node in slot):
                     computed.append(param.name)
-                    computations.add(tuple(_EMPTY_MODULE.code_for_node(node) for node in slot))
+                    computations.add(tuple(fingerprint(node) for node in slot))
             if len(computations) >= 2:
                 if not any(_reads_needs_input_grad(base) for base in model.mro):
                     yield self.report(method, method=method.qualname, inputs=", ".join(computed))
                 return
-
-
-_EMPTY_MODULE = cst.Module(body=[])
 
 
 def _reads_needs_input_grad(model: ClassModel) -> bool:
@@ -99,32 +96,36 @@ def _reads_needs_input_grad(model: ClassModel) -> bool:
     )
 
 
-def _is_computed(node: cst.BaseExpression, method: Method, following: Set[str]) -> bool:
-    """Whether producing this value costs work: a call, arithmetic or indexing, following locals."""
-    for candidate in [node, *walk(node)]:
-        if isinstance(candidate, (cst.Call, cst.BinaryOperation)):
-            return True
-        if isinstance(candidate, cst.Subscript) and not _reads_ctx(candidate.value, method):
-            return True
-        if isinstance(candidate, cst.Name) and candidate.value not in following:
-            if _name_is_computed(candidate.value, method, following):
+def _is_computed(node: cst.BaseExpression, method: Method) -> bool:
+    """Whether producing this value costs work: a call, arithmetic or indexing, following locals.
+
+    A worklist rather than a recursion: a chain of aliases may be any length.
+    """
+    pending: List[cst.CSTNode] = [node]
+    followed: Set[str] = set()
+    while pending:
+        value = pending.pop()
+        for candidate in [value, *walk(value)]:
+            if isinstance(candidate, (cst.Call, cst.BinaryOperation)):
                 return True
+            if isinstance(candidate, cst.Subscript) and not _reads_ctx(candidate.value, method):
+                return True
+            if isinstance(candidate, cst.Name) and candidate.value not in followed:
+                followed.add(candidate.value)
+                pending.extend(_followed_values(candidate.value, method))
     return False
 
 
-def _name_is_computed(name: str, method: Method, following: Set[str]) -> bool:
-    bindings = method.facts.bindings.get(name)
-    if not bindings:
-        return False  # a parameter passed through, a global, or a builtin
-    following.add(name)
-    values: List[Optional[cst.BaseExpression]] = []
-    for binding in bindings:
+def _followed_values(name: str, method: Method) -> List[cst.BaseExpression]:
+    """The values a local name is bound to; none when one binding is not followed."""
+    values: List[cst.BaseExpression] = []
+    for binding in method.facts.bindings.get(name, ()):  # none: a parameter passed through, a global, a builtin
         if binding.value is None:
-            return False  # bound in a loop, a with, ...: unsure, so not counted
+            return []  # bound in a loop, a with, ...: unsure, so not counted
         if binding.index is not None and isinstance(binding.value, cst.Call):
-            return False  # unpacked from one fused call that yields several gradients
+            return []  # unpacked from one fused call that yields several gradients
         values.append(binding.value)
-    return any(value is not None and _is_computed(value, method, following) for value in values)
+    return values
 
 
 def _reads_ctx(node: cst.BaseExpression, method: Method) -> bool:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, Method
+from ..engine.model import ClassModel
 from ..engine.walk import walk_scope
 from .base import Finding, Rule
-
-# A statement's place: (id of the owning compound statement or body, branch name, index in block).
-Path = Tuple[Tuple[int, str, int], ...]
 
 
 class SaveTwiceRule(Rule):
@@ -53,46 +51,110 @@ class SaveTwiceRule(Rule):
             calls = method.facts.ctx_calls.get("save_for_backward", [])
             if len(calls) < 2:
                 continue
-            paths = _paths(method, calls)
+            paths = _paths(method.node, calls)
             for later in range(1, len(calls)):
                 for earlier in range(later):
                     first, second = paths[earlier], paths[later]
-                    if first is not None and second is not None and _same_path(first, second, method):
+                    if first is not None and second is not None and _replaces(first, second):
                         line, _ = method.position(calls[earlier])
                         yield self.report(method, calls[later], method=method.qualname, first=line)
                         break
 
 
-def _paths(method: Method, calls: Sequence[cst.Call]) -> List[Optional[Path]]:
-    """Where each call's statement sits; None for calls in loops, lambdas or nested functions."""
-    assert method.node is not None
+@dataclass(frozen=True)
+class _Step:
+    """One level of where a call sits: the ``index``-th statement of one block of a compound statement."""
+
+    owner: int  # id of the statement (or def, or line) that owns the block
+    branch: str  # which of its blocks: "body", "orelse", "handler0", ...
+    index: int
+    certain: bool  # the block runs whenever its owner does (a with body, a try body, a line's statements)
+    block: Sequence[cst.CSTNode]  # the statements of the block (small statements for a line)
+    after: Sequence[cst.CSTNode] = ()  # statements of the owner that run once the block completes (else, finally)
+
+
+Path = Tuple[_Step, ...]
+
+
+def _replaces(first: Path, second: Path) -> bool:
+    """Whether the call at ``second`` certainly runs after the one at ``first`` on some path.
+
+    That needs both in one block at some level, the first before the second, nothing in between that
+    always leaves (return, raise, break, continue), and at least one of them not behind a condition of
+    its own: two saves under two sibling ``if``s may exclude each other, which is unknown, so silent.
+    """
+    depth = 0
+    for depth, (a, b) in enumerate(zip(first, second)):
+        if (a.owner, a.branch) != (b.owner, b.branch):
+            return False  # different arms of one if/try/match
+        if a.index != b.index:
+            break
+    else:
+        return False  # the same expression: not two separate calls
+    shared = first[depth]
+    if shared.index > second[depth].index:
+        return False
+    first_tail, second_tail = first[depth + 1:], second[depth + 1:]
+    if not (all(step.certain for step in first_tail) or all(step.certain for step in second_tail)):
+        return False
+    # The first call's own blocks run on to their end, then every statement up to the second's.
+    for step in first_tail:
+        if not _all_complete(step.block[step.index + 1:]) or not _all_complete(step.after):
+            return False
+    if not _all_complete(shared.block[shared.index + 1:second[depth].index]):
+        return False
+    return all(_all_complete(step.block[:step.index]) for step in second_tail)
+
+
+def _paths(function: cst.FunctionDef, calls: Sequence[cst.Call]) -> List[Optional[Path]]:
+    """Where each call sits; None for calls in headers (``if save(...)``), ``while True`` or nested functions."""
     found: List[Optional[Path]] = [None] * len(calls)
     wanted = {id(call): index for index, call in enumerate(calls)}
 
-    def visit(statements: Sequence[cst.BaseStatement], owner: int, branch: str, prefix: Path) -> None:
+    def visit(
+        statements: Sequence[cst.BaseStatement], owner: int, branch: str, certain: bool, prefix: Path,
+        after: Sequence[cst.BaseStatement] = (),
+    ) -> None:
         for index, statement in enumerate(statements):
-            path = prefix + ((owner, branch, index),)
+            path = prefix + (_Step(owner, branch, index, certain, statements, after),)
             if isinstance(statement, cst.SimpleStatementLine):
-                for node in walk_scope(statement):
-                    if id(node) in wanted:
-                        found[wanted[id(node)]] = path
-            elif isinstance(statement, cst.If):
-                visit(_body(statement.body), id(statement), "body", path)
+                for position, small in enumerate(statement.body):
+                    for node in walk_scope(small):
+                        if id(node) in wanted:
+                            line = _Step(id(statement), "line", position, True, statement.body)
+                            found[wanted[id(node)]] = path + (line,)
+                continue
+            key = id(statement)
+            if isinstance(statement, cst.If):
+                visit(_body(statement.body), key, "body", False, path)
                 orelse = statement.orelse
                 if isinstance(orelse, cst.If):
-                    visit([orelse], id(statement), "orelse", path)
+                    visit([orelse], key, "orelse", False, path)
                 elif orelse is not None:
-                    visit(_body(orelse.body), id(statement), "orelse", path)
+                    visit(_body(orelse.body), key, "orelse", False, path)
             elif isinstance(statement, cst.With):
-                visit(_body(statement.body), id(statement), "body", path)
-            elif isinstance(statement, cst.Try):
-                visit(_body(statement.body), id(statement), "body", path)
-                for number, handler in enumerate(statement.handlers):
-                    visit(_body(handler.body), id(statement), f"handler{number}", path)
-            # Loops, match and the rest: calls inside stay None (unsure whether they repeat).
+                visit(_body(statement.body), key, "body", True, path)
+            elif isinstance(statement, (cst.Try, cst.TryStar)):
+                final = _body(statement.finalbody.body) if statement.finalbody is not None else ()
+                orelse_block = _body(statement.orelse.body) if statement.orelse is not None else ()
+                visit(_body(statement.body), key, "body", True, path, tuple(orelse_block) + tuple(final))
+                handlers: Sequence[Union[cst.ExceptHandler, cst.ExceptStarHandler]] = statement.handlers
+                for number, handler in enumerate(handlers):
+                    visit(_body(handler.body), key, f"handler{number}", False, path, final)
+                visit(orelse_block, key, "orelse", False, path, final)
+                visit(final, key, "finally", True, path)
+            elif isinstance(statement, (cst.For, cst.While)):
+                if not _forever(statement):
+                    visit(_body(statement.body), key, "body", False, path)
+            elif isinstance(statement, cst.Match):
+                for number, case in enumerate(statement.cases):
+                    visit(_body(case.body), key, f"case{number}", False, path)
 
-    visit(_body(method.node.body), id(method.node), "body", ())
+    visit(_body(function.body), id(function), "body", True, ())
     return found
+
+
+_LEAVES = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 
 
 def _body(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
@@ -103,22 +165,38 @@ def _body(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
     return ()
 
 
-def _same_path(first: Path, second: Path, method: Method) -> bool:
-    """Both run in one execution: no branch splits them and nothing returns in between."""
-    for (owner_a, branch_a, index_a), (owner_b, branch_b, index_b) in zip(first, second):
-        if owner_a != owner_b:
+def _forever(loop: "cst.For | cst.While") -> bool:
+    return isinstance(loop, cst.While) and isinstance(loop.test, cst.Name) and loop.test.value == "True"
+
+
+def _all_complete(statements: Sequence[cst.CSTNode]) -> bool:
+    return all(_completes(statement) for statement in statements)
+
+
+def _completes(statement: cst.CSTNode) -> bool:
+    """Whether running ``statement`` may reach its end; False where unsure (which keeps the rule silent)."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return _all_complete(statement.body)
+    if isinstance(statement, cst.BaseSmallStatement):
+        return not isinstance(statement, _LEAVES)
+    if isinstance(statement, cst.If):
+        orelse = statement.orelse
+        if _all_complete(_body(statement.body)) or orelse is None:
+            return True
+        return _completes(orelse) if isinstance(orelse, cst.If) else _all_complete(_body(orelse.body))
+    if isinstance(statement, cst.With):
+        return _all_complete(_body(statement.body))
+    if isinstance(statement, (cst.For, cst.While)):
+        return not _forever(statement)  # a loop may run zero times
+    if isinstance(statement, (cst.Try, cst.TryStar)):
+        final = statement.finalbody
+        if final is not None and not _all_complete(_body(final.body)):
             return False
-        if branch_a != branch_b:
-            return False  # different arms of one if/try
-        if index_a != index_b:
-            return index_a < index_b and not _exits_after(first, method)
-    return False
-
-
-def _exits_after(path: Path, method: Method) -> bool:
-    """Whether the first call sits in a nested block of a method that returns early somewhere.
-
-    ``if cond: save(a); return out`` followed by ``save(b)`` is two paths; without following
-    control flow exactly, any return in a method whose first call is nested counts as that.
-    """
-    return len(path) > 1 and bool(method.facts.returns)
+        orelse = statement.orelse
+        if _all_complete(_body(statement.body)) and (orelse is None or _all_complete(_body(orelse.body))):
+            return True
+        handlers: Sequence[Union[cst.ExceptHandler, cst.ExceptStarHandler]] = statement.handlers
+        return any(_all_complete(_body(handler.body)) for handler in handlers)
+    if isinstance(statement, cst.Match):
+        return any(_all_complete(_body(case.body)) for case in statement.cases)
+    return isinstance(statement, (cst.FunctionDef, cst.ClassDef))

@@ -15,7 +15,7 @@ class SavedUnpackCountRule(Rule):
     code = "AGF103"
     name = "saved_tensors unpacked into the wrong number of names"
     message = (
-        "{method} unpacks ctx.saved_tensors into {names} names but {saver} saves {saved}; "
+        "{method} unpacks ctx.saved_tensors into {names} but {saver} saves {saved}; "
         "unpack exactly the tensors passed to ctx.save_for_backward"
     )
     invalid = (
@@ -73,9 +73,13 @@ class SavedUnpackCountRule(Rule):
                 reported.add(id(value))
                 if binding.unpack_length != count:
                     yield self.report(
-                        backward, value, method=backward.qualname, names=binding.unpack_length,
-                        saver=saver_name, saved="1 tensor" if count == 1 else f"{count} tensors",
+                        backward, value, method=backward.qualname, names=_plural(binding.unpack_length, "name"),
+                        saver=saver_name, saved=_plural(count, "tensor"),
                     )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _saved_count(model: ClassModel) -> Optional[Tuple[str, int]]:

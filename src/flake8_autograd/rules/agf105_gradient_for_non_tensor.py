@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Set
 
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, forward_inputs
-from ..engine.tensors import Kind
+from ..engine.model import ClassModel, Method
+from ..engine.tensors import Kind, TensorInference, annotation_kind
 from .base import Finding, Rule
 
 # Expressions that are certainly not None: computations and number literals.
@@ -50,7 +50,7 @@ class GradientForNonTensorRule(Rule):
     )
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
-        inputs = forward_inputs(model)
+        inputs = model.forward_inputs()
         forward = model.method("forward")
         if inputs is None or forward is None or forward.node is None:
             return
@@ -58,6 +58,11 @@ class GradientForNonTensorRule(Rule):
         non_tensors = {
             index for index, param in enumerate(inputs.params)
             if forward_inference.input_kind(param) is Kind.NOT_TENSOR
+            # Declared non-tensor, or a literal default no call in this module overrides with something else.
+            and (
+                annotation_kind(param.annotation, analysis.imports) is Kind.NOT_TENSOR
+                or analysis.only_literals_passed(model.name, index)
+            )
         }
         if not non_tensors:
             return
@@ -73,11 +78,26 @@ class GradientForNonTensorRule(Rule):
                     if index >= len(counted.slots):
                         continue
                     slot = counted.slots[index]
-                    if all(
-                        isinstance(node, _NOT_NONE) and inference.kind(node) in (Kind.TENSOR, Kind.NOT_TENSOR)
-                        for node in slot
-                    ):
+                    if all(_never_none(node, method, inference, set()) for node in slot):
                         yield self.report(
                             method, slot[0], method=method.qualname, input=inputs.params[index].name,
                             position=index + 1,
                         )
+
+
+def _never_none(node: cst.BaseExpression, method: Method, inference: TensorInference, seen: Set[str]) -> bool:
+    """A computation or a number, directly or through local names every binding of which is one."""
+    if isinstance(node, cst.Name):
+        bindings = method.facts.bindings.get(node.value)
+        if not bindings or node.value in inference.params or node.value in seen or len(seen) > _MAX_NAMES:
+            return False
+        seen.add(node.value)
+        return all(
+            binding.value is not None and binding.index is None and _never_none(binding.value, method, inference, seen)
+            for binding in bindings
+        )
+    return isinstance(node, _NOT_NONE) and inference.kind(node) in (Kind.TENSOR, Kind.NOT_TENSOR)
+
+
+# How many local names are followed from one returned slot.
+_MAX_NAMES = 20

@@ -7,7 +7,8 @@ from typing import Iterator, Set
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, Method, forward_inputs
+from ..engine.counting import slot_is_none
+from ..engine.model import ClassModel, InPlace, Method
 from ..engine.tensors import Kind
 from .base import Finding, Rule
 
@@ -43,27 +44,72 @@ class InPlaceInputRule(Rule):
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         forward = model.own_methods.get("forward")
-        inputs = forward_inputs(model)
+        inputs = model.forward_inputs()
         if forward is None or forward.node is None or inputs is None:
             return
         dirty = _marked_dirty(model, forward)
         if dirty is None:
             return
         inference = analysis.inference(forward)
-        names = {param.name: param for param in inputs.params}
+        positions = {param.name: index for index, param in enumerate(inputs.params)}
         reported: Set[str] = set()
         for change in forward.facts.in_place:
-            param = names.get(change.name)
-            if param is None or change.name in dirty or change.name in reported:
+            index = positions.get(change.name)
+            if index is None or change.name in dirty or change.name in reported:
                 continue
-            if forward.rebinds(change.name):
+            if forward.rebinds(change.name) or change.how in _ALIASING or _copies_itself(change):
                 continue
+            param = inputs.params[index]
             kind = inference.input_kind(param)
+            if kind is Kind.UNKNOWN and param.name in forward.facts.tensor_uses:
+                kind = Kind.TENSOR  # ``x += ...`` keeps the object: its tensor uses still tell what it is
             # An in-place method (``x.add_()``) names a tensor by itself; ``x[i] = v`` or ``x += v`` needs proof.
             if kind is Kind.NOT_TENSOR or (kind is not Kind.TENSOR and not change.how.startswith(".")):
                 continue
+            if _is_buffer(model, forward, analysis, index, change.name):
+                continue
             reported.add(change.name)
             yield self.report(forward, change.node, method=forward.qualname, input=change.name, how=change.how)
+
+
+# ``x.set_(y)`` makes x share y's storage: a deliberate aliasing idiom (the input is typically a leaf
+# parameter, on which mark_dirty raises), not a computation written over the caller's values.
+_ALIASING = frozenset({".set_()"})
+
+
+def _copies_itself(change: InPlace) -> bool:
+    """``x.copy_(x)``: the values stay as they are (torch's own Resize does this for quantized tensors)."""
+    call = change.node
+    if change.how != ".copy_()" or not isinstance(call, cst.Call) or len(call.args) != 1:
+        return False
+    source = call.args[0].value
+    return isinstance(source, cst.Name) and source.value == change.name
+
+
+def _is_buffer(model: ClassModel, forward: Method, analysis: Analysis, index: int, name: str) -> bool:
+    """An input that takes no gradient (None in every backward slot) and is not returned: a running statistic.
+
+    Updating such a buffer in place is harmless, and ``mark_dirty`` on it would fail ("marked as dirty ...
+    were not returned as output").
+    """
+    backward = model.method("backward") or model.method("vjp")
+    if backward is None or backward.node is None:
+        return False
+    gradients = analysis.returns(backward)
+    if not gradients or any(
+        counted.slots is None or index >= len(counted.slots) or not slot_is_none(counted.slots[index])
+        for counted in gradients
+    ):
+        return False
+    outputs = analysis.returns(forward)
+    if not outputs:
+        return False
+    for counted in outputs:
+        if counted.slots is None:
+            return False  # what forward returns is unknown: it may be this input
+        if any(isinstance(node, cst.Name) and node.value == name for slot in counted.slots for node in slot):
+            return False
+    return True
 
 
 def _marked_dirty(model: ClassModel, forward: Method) -> "Set[str] | None":

@@ -37,7 +37,7 @@ class DirectUseRule(Rule):
     )
     _WHAT = {
         "instantiated": "instantiated (the legacy style PyTorch rejects)",
-        "forward": "used by calling forward directly, which records no autograd graph",
+        "forward": "used by calling forward directly, which bypasses the Function's backward",
         "backward": "used by calling backward directly, outside autograd",
     }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine.analysis import Analysis
-from ..engine.model import ClassModel
+from ..engine.model import ClassModel, uses_first_as_ctx
 from .base import Finding, Rule
 
 
@@ -41,12 +41,27 @@ class MixedStylesRule(Rule):
         """,
     )
 
+    inherited_message = (
+        "{method} is defined, so PyTorch calls the inherited {forward} without ctx, yet it takes {first!r} first; "
+        "override forward without {first} here, or drop setup_context"
+    )
+
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         forward = model.method("forward")
         if not model.setup_context_style or forward is None or forward.signature is None:
             return
-        if forward.owner is not model and model.own_methods.get("setup_context") is None:
-            return  # the pair is checked where it is defined
         first = forward.signature.first
-        if first is not None and (first.name == "ctx" or first.name == "context"):
-            yield self.report(forward, first.node, method=f"{model.name}.forward", first=first.name)
+        if first is None:
+            return
+        if forward.owner.setup_context_style:
+            # forward was written for the separate style: report it once, in the class that defines it.
+            if forward.owner is model and forward.keeps_leftover_ctx:
+                yield self.report(forward, first.node, method=forward.qualname, first=first.name)
+            return
+        # A combined-style forward inherited by a class that adds setup_context: the mistake is the subclass's.
+        setup_context = model.own_methods.get("setup_context")
+        if setup_context is not None and uses_first_as_ctx(forward):
+            yield self.report(
+                setup_context, template=self.inherited_message, method=setup_context.qualname,
+                forward=forward.qualname, first=first.name,
+            )

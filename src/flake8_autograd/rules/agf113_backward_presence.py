@@ -41,16 +41,32 @@ class BackwardPresenceRule(Rule):
         """,
     )
 
+    inherited_message = (
+        "{cls} inherits forward from {base} and no class of the hierarchy defines backward; "
+        "define backward(ctx, *grad_outputs) here, or wrap the computation without a custom Function"
+    )
+
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         backward, vjp = model.method("backward"), model.method("vjp")
         own = model.own_methods
-        if backward is not None and vjp is not None and (own.get("backward") is backward or own.get("vjp") is vjp):
-            later = vjp if model.own_methods.get("vjp") is vjp else backward
-            yield self.report(later, template=self.both_message, cls=model.name)
+        if backward is not None and vjp is not None:
+            if own.get("vjp") is vjp:
+                yield self.report(vjp, template=self.both_message, cls=model.name)
+            elif own.get("backward") is backward:
+                yield self.report(backward, template=self.both_message, cls=model.name)
             return
-        forward = model.own_methods.get("forward")
+        forward = model.method("forward")
         if forward is None or backward is not None or vjp is not None or model.has_unknown_base:
             return
+        if model.method("jvp") is not None:
+            return  # forward-mode AD only: a jvp without backward is a complete Function for that use
+        for name in ("forward", "setup_context"):
+            method = model.method(name)
+            if method is not None and method.facts.ctx_calls.get("mark_non_differentiable"):
+                return  # outputs marked non-differentiable may never need a backward
         if analysis.discovery.has_local_subclass(model.site):
             return  # a base whose subclasses supply backward
-        yield self.report(forward, cls=model.name)
+        if forward.owner is model:
+            yield self.report(forward, cls=model.name)
+        else:
+            yield self.report_in(model, template=self.inherited_message, cls=model.name, base=forward.owner.name)

@@ -51,11 +51,22 @@ class VmapWithGeneratedRuleRule(Rule):
         """,
     )
 
+    flag_message = (
+        "{cls} sets generate_vmap_rule = True although it inherits vmap from {base}, which PyTorch rejects "
+        "under vmap; drop one of them"
+    )
+
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         vmap = model.method("vmap")
-        flag = model.class_attribute("generate_vmap_rule")
-        if vmap is None or not (isinstance(flag, cst.Name) and flag.value == "True"):
+        flag_owner = model.class_attribute_owner("generate_vmap_rule")
+        if vmap is None or flag_owner is None:
             return
-        if vmap.owner is not model and "generate_vmap_rule" not in model.class_attributes:
-            return  # reported where the pair is defined
-        yield self.report(vmap, method=f"{model.name}.vmap", cls=model.name)
+        flag = flag_owner.class_attributes["generate_vmap_rule"]
+        if not (isinstance(flag, cst.Name) and flag.value == "True"):
+            return
+        # Report once, in the class that brings the pair together.
+        if vmap.owner is model:
+            yield self.report(vmap, method=vmap.qualname, cls=model.name)
+        elif flag_owner is model:
+            statement = model.class_attribute_statements["generate_vmap_rule"]
+            yield self.report_in(model, statement, template=self.flag_message, cls=model.name, base=vmap.owner.name)

@@ -49,3 +49,14 @@ class Rule:
         line, column = where.position(node)
         text = (template or self.message).format(**fields)
         return Finding(line, column, self.code, f"{self.code} {text}")
+
+    def report_in(
+        self, model: "ClassModel", node: Optional[cst.CSTNode] = None, template: Optional[str] = None, **fields: Any
+    ) -> Finding:
+        """A finding at ``node`` of ``model``'s own body, or at its ``class`` line for a mistake no statement holds."""
+        text = (template or self.message).format(**fields)
+        if node is None:
+            line, column = model.site.node.lineno, model.site.node.col_offset
+        else:
+            line, column = model.segment.position(node)
+        return Finding(line, column, self.code, f"{self.code} {text}")

@@ -2,13 +2,14 @@
 
 Usage::
 
-    python tests/corpus_check.py [ROOT ...] [-j N] [--traceback] [--slowest K]
+    python tests/corpus_check.py [ROOT ...] [-j N] [--core-only] [--traceback] [--slowest K]
 
 Every ``.py`` file under the roots (default: the site-packages of the running interpreter) is read
 the way flake8 reads it, parsed with ``ast`` (files ``ast`` rejects are skipped, as flake8 would report
-E999 instead of running plugins) and handed to ``check_module``. The summary lists files checked and
-skipped, Function classes found, findings per code, internal errors (AGF000) and exceptions that
-escaped ``check_module``. The exit status is 1 when there is any AGF000 or exception, else 0.
+E999 instead of running plugins) and handed to ``check_module`` with every rule, preview rules
+included (``--core-only``: the default rule set). The summary lists files checked and skipped,
+Function classes found, findings per code, internal errors (AGF000) and exceptions that escaped
+``check_module``. The exit status is 1 when there is any AGF000 or exception, else 0.
 
 ``--traceback`` re-runs each failing file through the engine pieces without the safety net, so the
 report shows where the engine actually failed.
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import io
-import multiprocessing
 import os
 import sys
 import sysconfig
@@ -28,15 +29,19 @@ import tokenize
 import traceback
 import warnings
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from flake8_autograd.engine.checker import INTERNAL_ERROR, check_module, might_define_function
 from flake8_autograd.engine.discovery import Discovery
+from flake8_autograd.rules import PREVIEW_RULES, RULES, Rule
 
 SKIPPED_DIRECTORIES = frozenset({"__pycache__", ".git", ".tox", ".hg", ".mypy_cache"})
 MAX_LISTED_SKIPS = 20
+CHUNK_SIZE = 8  # files handed to a worker at a time
 
 
 @dataclass
@@ -52,6 +57,7 @@ class FileResult:
 
 @dataclass
 class Summary:
+    rules: int = 0
     files_checked: int = 0
     files_skipped: int = 0
     skipped: List[Tuple[str, str]] = field(default_factory=list)  # (path, reason)
@@ -107,7 +113,11 @@ def parse(lines: Sequence[str]) -> Optional[ast.Module]:
             return None
 
 
-def check_file(path: str) -> FileResult:
+def rule_set(core_only: bool = False) -> List[Rule]:
+    return list(RULES) if core_only else list(RULES) + list(PREVIEW_RULES)
+
+
+def check_file(path: str, core_only: bool = False) -> FileResult:
     """Lint one file; never raises."""
     started = time.perf_counter()
     try:
@@ -122,7 +132,7 @@ def check_file(path: str) -> FileResult:
     try:
         if might_define_function("".join(lines), ()):
             result.function_classes = len(Discovery(tree, path).function_classes)
-        findings = check_module(tree, lines, path, ())
+        findings = check_module(tree, lines, path, (), rule_set(core_only))
         result.codes = dict(Counter(finding.code for finding in findings))
         result.internal_errors = [
             f"{path}:{finding.line}: {finding.message}" for finding in findings if finding.code == INTERNAL_ERROR
@@ -134,11 +144,10 @@ def check_file(path: str) -> FileResult:
     return result
 
 
-def explain(path: str) -> List[str]:
+def explain(path: str, core_only: bool = False) -> List[str]:
     """Tracebacks of every failure in ``path``, from the engine pieces run without check_module's net."""
     from flake8_autograd.engine.analysis import Analysis
     from flake8_autograd.engine.checker import _ModelBuilder
-    from flake8_autograd.rules import RULES
 
     lines = read_lines(Path(path).read_bytes())
     tree = parse(lines)
@@ -156,7 +165,7 @@ def explain(path: str) -> List[str]:
             model = builder.build(site)
             if model is None:
                 continue
-            for rule in RULES:
+            for rule in rule_set(core_only):
                 list(rule.check(model, analysis))
         except Exception:  # noqa: BLE001
             reports.append(f"{path}:{site.node.lineno} class {site.qualname}:\n{traceback.format_exc()}")
@@ -180,27 +189,65 @@ def default_roots() -> List[Path]:
     return sorted({Path(paths["purelib"]), Path(paths["platlib"])})
 
 
-def run(roots: Sequence[Path], jobs: int = 1) -> Summary:
-    summary = Summary()
+def run(roots: Sequence[Path], jobs: int = 1, core_only: bool = False) -> Summary:
+    summary = Summary(rules=len(rule_set(core_only)))
     started = time.perf_counter()
     files = list(python_files(roots))
     if jobs <= 1:
         for path in files:
-            summary.add(check_file(path))
+            summary.add(check_file(path, core_only))
     else:
-        with multiprocessing.Pool(jobs) as pool:
-            for result in pool.imap_unordered(check_file, files, chunksize=8):
-                summary.add(result)
+        for result in check_in_workers(files, jobs, core_only):
+            summary.add(result)
     summary.elapsed = time.perf_counter() - started
     return summary
 
 
-def report(summary: Summary, slowest: int = 5, show_tracebacks: bool = False, out: Optional[TextIO] = None) -> None:
+def check_in_workers(files: Sequence[str], jobs: int, core_only: bool = False) -> Iterator[FileResult]:
+    """Every file checked in worker processes; one that kills its worker (a segfault) is reported, not hung on.
+
+    When a worker dies, the files that were in flight are checked again one at a time in a single
+    worker: the one it dies on is the culprit. The rest resume in parallel.
+    """
+    check = functools.partial(check_file, core_only=core_only)
+    in_flight = (2 * jobs + 1) * CHUNK_SIZE  # running and queued in the pool: where the culprit must be
+    pending = list(files)
+    while pending:
+        done = 0
+        try:
+            with ProcessPoolExecutor(jobs) as pool:
+                for result in pool.map(check, pending, chunksize=CHUNK_SIZE):
+                    done += 1  # results come in order: the first ``done`` files are finished
+                    yield result
+            return
+        except BrokenProcessPool:
+            pending = pending[done:]
+        suspects = pending[:in_flight]
+        done = 0
+        try:
+            with ProcessPoolExecutor(1) as pool:
+                for result in pool.map(check, suspects):
+                    done += 1
+                    yield result
+        except BrokenProcessPool:
+            yield FileResult(suspects[done], "exception", error="the worker process died checking this file\n")
+            done += 1
+        pending = pending[done:]
+
+
+def report(
+    summary: Summary,
+    slowest: int = 5,
+    show_tracebacks: bool = False,
+    out: Optional[TextIO] = None,
+    core_only: bool = False,
+) -> None:
     stream = out if out is not None else sys.stdout
 
     def say(text: str = "") -> None:
         print(text, file=stream)
 
+    say(f"rules run:               {summary.rules}")
     say(f"files checked:           {summary.files_checked}")
     say(f"files skipped:           {summary.files_skipped} (ast.parse rejects them)")
     say(f"Function classes found:  {summary.function_classes}")
@@ -224,7 +271,7 @@ def report(summary: Summary, slowest: int = 5, show_tracebacks: bool = False, ou
         say(f"exception in {path}:\n{text}")
     if show_tracebacks:
         for path in sorted({message.split(":", 1)[0] for message in summary.internal_errors}):
-            for text in explain(path):
+            for text in explain(path, core_only):
                 say(text)
 
 
@@ -232,12 +279,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("roots", nargs="*", type=Path, help="files or directories (default: site-packages)")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    parser.add_argument("--core-only", action="store_true", help="run only the default rules, not the preview ones")
     parser.add_argument("--traceback", action="store_true", help="show where each AGF000 comes from")
     parser.add_argument("--slowest", type=int, default=5, help="list the K slowest files")
     options = parser.parse_args(argv)
     roots = options.roots or default_roots()
-    summary = run(roots, options.jobs)
-    report(summary, options.slowest, options.traceback)
+    summary = run(roots, options.jobs, options.core_only)
+    report(summary, options.slowest, options.traceback, core_only=options.core_only)
     return 1 if summary.failed else 0
 
 

@@ -1,12 +1,14 @@
 """Property tests: whatever valid Python the engine is handed, it returns findings and never fails.
 
-Two sources of programs:
+Three sources of programs:
 
 * programs generated from the Python grammar by hypothesmith, placed at module level, as the body of
   a Function class, as the bodies of its contract methods, and after a Function class;
 * mutants of the fixture Function classes: lines dropped or duplicated, decorators removed or
   swapped, parameters renamed or added, methods made async or replaced by assignments, classes
-  nested in functions and classes, bodies emptied.
+  nested in functions and classes, bodies emptied;
+* deep and long code: expressions nested or chained a thousand levels deep, long chains of names
+  and elifs, in the places the engine looks (returns, ctx stores, annotations, setup_context).
 
 Only programs ``ast.parse`` accepts are used (flake8 runs no plugin on the others). A few examples per
 test by default; set ``AGF_PROPERTY_EXAMPLES`` (e.g. ``AGF_PROPERTY_EXAMPLES=2000``) for a long run.
@@ -15,23 +17,24 @@ test by default; set ``AGF_PROPERTY_EXAMPLES`` (e.g. ``AGF_PROPERTY_EXAMPLES=200
 from __future__ import annotations
 
 import ast
-import io
 import os
 import re
 import textwrap
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from conftest import fixture_paths
+from conftest import fixture_paths, source_lines as flake8_lines
 from flake8_autograd.engine.checker import INTERNAL_ERROR, check_module
+from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding
 
 DEFAULT_EXAMPLES = 25
+ALL_RULES = RULES + PREVIEW_RULES  # the preview rules run on users' code too (--autograd-preview)
 LONG_RUN_FALLBACK = 1_000  # AGF_PROPERTY_EXAMPLES set to something that is not a number
 
 
@@ -56,11 +59,6 @@ PROPERTIES = settings.get_profile("agf-properties")
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-def flake8_lines(source: str) -> List[str]:
-    """The lines flake8 hands a plugin: universal newlines, split on ``\\n`` only."""
-    return io.StringIO(source, newline=None).readlines()
-
-
 def parse(source: str) -> Optional[ast.Module]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like in generated code
@@ -76,7 +74,7 @@ def assert_never_fails(source: str, filename: str = "generated.py", extra_bases:
     tree = parse("".join(lines))
     assume(tree is not None)
     assert tree is not None
-    findings = check_module(tree, lines, filename, extra_bases)
+    findings = check_module(tree, lines, filename, extra_bases, ALL_RULES)
     assert isinstance(findings, list)
     internal = [finding for finding in findings if finding.code == INTERNAL_ERROR]
     assert not internal, f"{internal}\n--- source ---\n{source}"
@@ -139,6 +137,7 @@ def place(template: str, program: str) -> str:
     return source
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # hypothesmith compiles what it generates
 def test_grammar_generated_programs_never_fail() -> None:
     hypothesmith = pytest.importorskip("hypothesmith")
 
@@ -150,6 +149,7 @@ def test_grammar_generated_programs_never_fail() -> None:
     check()
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
 def test_grammar_generated_programs_with_project_bases_never_fail() -> None:
     """The same, with the Function base spelled as a project base passed through the option."""
     hypothesmith = pytest.importorskip("hypothesmith")
@@ -168,7 +168,13 @@ def test_grammar_generated_programs_with_project_bases_never_fail() -> None:
 
 
 # -- (b) mutants of the fixture classes -------------------------------------------------------------
-FIXTURE_TEXTS: Dict[str, str] = {path.name: path.read_text(encoding="utf-8") for path in fixture_paths()}
+# Every fixture file (the preview rules' too); one being edited into invalid Python is left out.
+FIXTURE_TEXTS: Dict[str, str] = {
+    path.name: text
+    for path in fixture_paths()
+    for text in [path.read_text(encoding="utf-8")]
+    if parse(text) is not None
+}
 
 
 def split_units(text: str) -> Tuple[List[str], List[List[str]]]:
@@ -189,7 +195,17 @@ FIXTURE_UNITS: Dict[str, Tuple[List[str], List[List[str]]]] = {
     name: split_units(text) for name, text in FIXTURE_TEXTS.items()
 }
 
-Mutation = Callable[[List[str], st.DrawFn], List[str]]
+T = TypeVar("T")
+
+
+class Draw(Protocol):
+    """What mutations draw their choices with: a composite's ``draw``, or ``data.draw``."""
+
+    def __call__(self, strategy: st.SearchStrategy[T]) -> T:
+        ...
+
+
+Mutation = Callable[[List[str], Draw], List[str]]
 
 _DEF = re.compile(r"^(?P<indent>\s*)(?P<async>async\s+)?def\s+(?P<name>\w+)\((?P<params>[^()]*)\)(?P<rest>.*)$")
 REPLACEMENT_NAMES = ["ctx", "self", "cls", "context", "_", "x", "grad", "inputs", "output", "info", "ctx_"]
@@ -236,16 +252,16 @@ def blocks(lines: List[str], kinds: Tuple[type, ...]) -> List[Block]:
     return found
 
 
-def _pick_line(lines: List[str], draw: st.DrawFn) -> int:
+def _pick_line(lines: List[str], draw: Draw) -> int:
     return draw(st.integers(0, max(0, len(lines) - 1)))
 
 
-def drop_line(lines: List[str], draw: st.DrawFn) -> List[str]:
+def drop_line(lines: List[str], draw: Draw) -> List[str]:
     index = _pick_line(lines, draw)
     return lines[:index] + lines[index + 1:]
 
 
-def duplicate_line(lines: List[str], draw: st.DrawFn) -> List[str]:
+def duplicate_line(lines: List[str], draw: Draw) -> List[str]:
     index = _pick_line(lines, draw)
     return lines[:index + 1] + lines[index:]
 
@@ -254,7 +270,7 @@ def _decorator_lines(lines: List[str]) -> List[int]:
     return [index for index, line in enumerate(lines) if line.lstrip().startswith("@")]
 
 
-def remove_decorators(lines: List[str], draw: st.DrawFn) -> List[str]:
+def remove_decorators(lines: List[str], draw: Draw) -> List[str]:
     decorators = _decorator_lines(lines)
     if not decorators:
         return lines
@@ -264,7 +280,7 @@ def remove_decorators(lines: List[str], draw: st.DrawFn) -> List[str]:
     return lines[:index] + lines[index + 1:]
 
 
-def swap_decorator(lines: List[str], draw: st.DrawFn) -> List[str]:
+def swap_decorator(lines: List[str], draw: Draw) -> List[str]:
     decorators = _decorator_lines(lines)
     if not decorators:
         return lines
@@ -282,7 +298,7 @@ def _rewrite_def(match: "re.Match[str]", params: List[str]) -> str:
     return f"{prefix}({', '.join(params)}){match.group('rest')}\n"
 
 
-def rename_parameter(lines: List[str], draw: st.DrawFn) -> List[str]:
+def rename_parameter(lines: List[str], draw: Draw) -> List[str]:
     defs = _def_lines(lines)
     if not defs:
         return lines
@@ -305,7 +321,7 @@ def rename_parameter(lines: List[str], draw: st.DrawFn) -> List[str]:
     return result
 
 
-def add_parameter(lines: List[str], draw: st.DrawFn) -> List[str]:
+def add_parameter(lines: List[str], draw: Draw) -> List[str]:
     defs = _def_lines(lines)
     if not defs:
         return lines
@@ -320,7 +336,7 @@ def add_parameter(lines: List[str], draw: st.DrawFn) -> List[str]:
     return lines[:index] + [_rewrite_def(match, params)] + lines[index + 1:]
 
 
-def make_async(lines: List[str], draw: st.DrawFn) -> List[str]:
+def make_async(lines: List[str], draw: Draw) -> List[str]:
     defs = _def_lines(lines)
     if not defs:
         return lines
@@ -328,7 +344,7 @@ def make_async(lines: List[str], draw: st.DrawFn) -> List[str]:
     return lines[:index] + [re.sub(r"^(\s*)def ", r"\1async def ", lines[index])] + lines[index + 1:]
 
 
-def empty_body(lines: List[str], draw: st.DrawFn) -> List[str]:
+def empty_body(lines: List[str], draw: Draw) -> List[str]:
     found = [block for block in blocks(lines, (ast.ClassDef, ast.FunctionDef)) if block.body > block.header]
     if not found:
         return lines
@@ -337,7 +353,7 @@ def empty_body(lines: List[str], draw: st.DrawFn) -> List[str]:
     return lines[:block.body] + [" " * (block.column + 4) + statement + "\n"] + lines[block.end:]
 
 
-def nest(lines: List[str], draw: st.DrawFn) -> List[str]:
+def nest(lines: List[str], draw: Draw) -> List[str]:
     """Move one class into a function, a class, an ``if``, a ``try`` or a ``with``."""
     found = blocks(lines, (ast.ClassDef,))
     if not found:
@@ -350,7 +366,7 @@ def nest(lines: List[str], draw: st.DrawFn) -> List[str]:
     return lines[:block.first] + [indent + header + "\n"] + moved + tail + lines[block.end:]
 
 
-def method_as_assignment(lines: List[str], draw: st.DrawFn) -> List[str]:
+def method_as_assignment(lines: List[str], draw: Draw) -> List[str]:
     """Replace a method by ``name = staticmethod(lambda ...)``, a lambda or a name."""
     found = blocks(lines, (ast.FunctionDef,))
     if not found:
@@ -397,7 +413,7 @@ def test_fixture_mutants_never_fail(mutant: Tuple[str, str]) -> None:
 
 @PROPERTIES
 @given(data=st.data(), mutation=st.sampled_from(MUTATIONS))
-def test_each_mutation_keeps_programs_parseable_or_is_dropped(data: st.DataObject, mutation: Mutation) -> None:
+def test_each_mutation_alone_never_fails(data: st.DataObject, mutation: Mutation) -> None:
     """Each operator, alone on one unit: the mutant parses (then it is linted) or is discarded."""
     name = data.draw(st.sampled_from(sorted(FIXTURE_UNITS)))
     header, units = FIXTURE_UNITS[name]
@@ -407,15 +423,91 @@ def test_each_mutation_keeps_programs_parseable_or_is_dropped(data: st.DataObjec
         assert_never_fails("".join(mutated), filename=f"tests/fixtures/{name}")
 
 
+# -- (c) deep and long code ------------------------------------------------------------------------
+# Nesting and chains of any length the engine may meet: it follows them within its budgets, or stays
+# silent, but never fails (a recursion too deep, a crash of libcst's native parser, a run that hangs).
+UNBRACKETED = [
+    "{} + grad", "grad * {}", "2 ** {}", "{} and grad", "grad or {}", "-{}", "not {}", "{}.T", "{}[0]",
+    "{}()", "{} if ctx.flag else grad", "lambda: {}", "{} < grad",
+]
+BRACKETED = ["({})", "torch.exp({})", "[{}]", "({},)", "({}, None)", "{{'k': {}}}", "f(x={})", "({} for _ in grad)"]
+# The ast parser accepts nesting to a few thousand levels, and brackets to 200.
+MAX_CHAIN = 1_200
+MAX_BRACKETS = 150
+
+DEEP_PLACES = {
+    "return": "    @staticmethod\n    def backward(ctx, grad):\n        return {expression}\n",
+    "ctx-store": (
+        "    @staticmethod\n    def forward(ctx, grad, y):\n        ctx.v = {expression}\n"
+        "        ctx.save_for_backward({expression})\n        return grad\n"
+    ),
+    "setup-context": (
+        "    @staticmethod\n    def forward(grad, y: torch.Tensor):\n        return {expression}\n\n"
+        "    @staticmethod\n    def setup_context(ctx, inputs, output):\n        grad = output\n"
+        "        ctx.v = {expression}\n"
+    ),
+    "string-annotation": '    @staticmethod\n    def forward(ctx, x: "{expression}", grad):\n        return x\n',
+    "class-body": "    SOURCE = {expression}\n",
+}
+# Before each body: a forward it can refer to.
+DEEP_FORWARD = (
+    "    @staticmethod\n    def forward(ctx, x, y):\n        ctx.save_for_backward(x)\n        return x * y\n\n"
+)
+
+
+@st.composite
+def deep_expressions(draw: st.DrawFn) -> str:
+    """A chain of one unbracketed form, wrapped in brackets, then in another chain."""
+    expression = "grad"
+    for wrappers, most in ((UNBRACKETED, MAX_CHAIN // 2), (BRACKETED, MAX_BRACKETS), (UNBRACKETED, MAX_CHAIN // 2)):
+        wrapper = draw(st.sampled_from(wrappers))
+        for _ in range(draw(st.integers(0, most))):
+            expression = wrapper.format(expression)
+    return expression
+
+
+@st.composite
+def long_statement_chains(draw: st.DrawFn) -> str:
+    """A backward body of many statements that each refer to the one before."""
+    count = draw(st.integers(1, MAX_CHAIN))
+    form = draw(st.sampled_from(["alias", "double", "tuple", "tensor", "elif", "nested"]))
+    if form == "elif":
+        body = "if ctx.mode == 0:\n    return grad\n" + "".join(
+            f"elif ctx.mode == {i}:\n    return grad, None\n" for i in range(1, count)
+        )
+    elif form == "nested":  # Python allows 100 levels of indentation
+        depth = min(count, 90)
+        body = "".join(" " * 4 * level + "if ctx.needs_input_grad[0]:\n" for level in range(depth))
+        body += " " * 4 * depth + "return grad, grad\n"
+    else:
+        value = {"alias": "a{0}", "double": "a{0} + a{0}", "tuple": "a{0} + (None,)", "tensor": "a{0} * 2"}[form]
+        body = "a0 = (grad,)\n" + "".join(f"a{i} = {value.format(i - 1)}\n" for i in range(1, count))
+        body += f"return a{count - 1}\n"
+    return "    @staticmethod\n    def backward(ctx, grad):\n" + textwrap.indent(body, " " * 8)
+
+
+@PROPERTIES
+@given(
+    body=st.one_of(
+        st.builds(lambda place, expression: DEEP_PLACES[place].format(expression=expression),
+                  st.sampled_from(sorted(DEEP_PLACES)), deep_expressions()),
+        long_statement_chains(),
+    )
+)
+def test_deep_and_long_code_never_fails(body: str) -> None:
+    assert_never_fails(FUNCTION_HEADER + DEEP_FORWARD + body)
+
+
 # -- every unit, a few structural mutations each, without hypothesis ---------------------------------
 def _unit_ids() -> List[Tuple[str, int]]:
     return [(name, index) for name in sorted(FIXTURE_UNITS) for index in range(len(FIXTURE_UNITS[name][1]))]
 
 
 def structural_variants(unit: List[str]) -> List[List[str]]:
-    """The unit without decorators, nested in a function and a class, and with each body emptied."""
+    """The unit as it is, without decorators, nested in a function and a class, and with each body emptied."""
     indented = ["    " + line if line.strip() else line for line in unit]
     variants = [
+        list(unit),
         [line for line in unit if not line.lstrip().startswith("@")],
         ["def factory():\n"] + indented + ["    return None\n"],
         ["class Outer:\n"] + indented,
@@ -435,10 +527,11 @@ def test_every_fixture_unit_survives_structural_mutations(name: str, index: int)
         tree = parse(source)
         if tree is None:
             continue
-        findings = check_module(tree, flake8_lines(source), f"tests/fixtures/{name}", ())
-        assert INTERNAL_ERROR not in [finding.code for finding in findings], source
+        findings = check_module(tree, flake8_lines(source), f"tests/fixtures/{name}", (), ALL_RULES)
+        internal = [finding for finding in findings if finding.code == INTERNAL_ERROR]
+        assert not internal, f"{internal}\n--- source ---\n{source}"
         checked += 1
-    assert checked >= 3
+    assert checked >= 4
 
 
 def test_example_count_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,81 @@
+"""Which files to check: the paths given, with folders walked for ``*.py`` files.
+
+Paths are reported as flake8 reports them: as given, and ``os.path.join(folder, name)`` below a
+folder (``./pkg/ops.py`` for ``.``). Exclude patterns match as in flake8: a pattern matches a file
+or folder by its name, or by its absolute path (patterns that contain a slash are made absolute
+against the directory they were given in).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Iterator, List, Sequence
+
+# Folders never walked into: tool and version-control state, virtualenvs, build output. They are
+# still checked when named on the command line.
+SKIPPED_FOLDERS = (
+    ".git", ".hg", ".svn", ".bzr", "CVS", ".tox", ".nox", ".eggs", "*.egg", "__pycache__",
+    ".venv", "venv", "build", "dist",
+)
+_VIRTUALENV_MARKER = "pyvenv.cfg"
+PYTHON_FILES = "*.py"
+
+
+def normalize_pattern(pattern: str, base: str) -> str:
+    """A pattern with a slash is made absolute against ``base``; a bare name matches any name."""
+    separators = os.sep + (os.altsep or "")
+    if pattern == "." or any(separator in pattern for separator in separators):
+        pattern = os.path.abspath(os.path.join(base, pattern))
+    return pattern.rstrip(separators)
+
+
+def is_excluded(path: str, patterns: Sequence[str]) -> bool:
+    if not patterns:
+        return False
+    name = os.path.basename(path)
+    if name not in (".", "..") and _matches(name, patterns):
+        return True
+    return _matches(os.path.abspath(path), patterns)
+
+
+def _matches(text: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatch(text, pattern) for pattern in patterns)
+
+
+def python_files(paths: Sequence[str], exclude: Sequence[str]) -> List[str]:
+    """The files to check, each once, in the order found (``-`` stays as it is: standard input)."""
+    seen = set()
+    found: List[str] = []
+    for path in paths:
+        for name in _expand(path, exclude):
+            key = name if name == "-" else os.path.normcase(os.path.abspath(name))
+            if key not in seen:
+                seen.add(key)
+                found.append(name)
+    return found
+
+
+def _expand(path: str, exclude: Sequence[str]) -> Iterator[str]:
+    if path == "-":
+        yield path
+        return
+    if is_excluded(path, exclude):
+        return
+    if not os.path.isdir(path):
+        yield path  # named explicitly: checked whatever its suffix (a missing file is reported later)
+        return
+    for root, folders, files in os.walk(path):
+        folders[:] = sorted(
+            folder for folder in folders if not _skipped_folder(os.path.join(root, folder), folder, exclude)
+        )
+        for file in sorted(files):
+            joined = os.path.join(root, file)
+            if fnmatch.fnmatch(file, PYTHON_FILES) and not is_excluded(joined, exclude):
+                yield joined
+
+
+def _skipped_folder(path: str, name: str, exclude: Sequence[str]) -> bool:
+    if _matches(name, SKIPPED_FOLDERS) or is_excluded(path, exclude):
+        return True
+    return os.path.isfile(os.path.join(path, _VIRTUALENV_MARKER))

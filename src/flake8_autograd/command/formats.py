@@ -1,0 +1,158 @@
+"""Output formats: text (as flake8 prints), JSON, SARIF 2.1.0 and GitHub workflow annotations."""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, FrozenSet, List, Sequence, Tuple
+from urllib.parse import quote
+
+from .. import __version__
+from ..engine.checker import INTERNAL_ERROR
+from ..rules.base import DOCS_URL, Rule
+from .runner import Report
+
+PROJECT_URL = "https://github.com/flake8-autograd/flake8-autograd"
+TOOL_NAME = "flake8-autograd"
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+
+@dataclass(frozen=True)
+class Run:
+    """What every format may show besides the findings."""
+
+    rules: Sequence[Rule]  # the rules that ran
+    preview_codes: FrozenSet[str]  # the codes among them that are preview rules
+    errors: Sequence[Tuple[str, str]]  # (path, why it could not be checked)
+
+
+def text(reports: Sequence[Report], run: Run) -> str:
+    return "".join(f"{report.path}:{report.line}:{report.column}: {report.code} {report.text}\n" for report in reports)
+
+
+def json_list(reports: Sequence[Report], run: Run) -> str:
+    items = [
+        {
+            "path": report.path,
+            "line": report.line,
+            "column": report.column,
+            "code": report.code,
+            "message": report.text,
+            "fixable": report.fixable,
+        }
+        for report in reports
+    ]
+    return json.dumps(items, indent=2) + "\n"
+
+
+def github(reports: Sequence[Report], run: Run) -> str:
+    """Workflow commands; GitHub shows each as an annotation on the file and line."""
+    return "".join(
+        f"::error file={_property(report.path)},line={report.line},col={report.column},"
+        f"title={_property(report.code)}::{_data(report.text)}\n"
+        for report in reports
+    )
+
+
+def _data(value: str) -> str:
+    # The escaping GitHub's runner undoes in a command's message.
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(value: str) -> str:
+    # Property values also end at ',' and ':'.
+    return _data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def sarif(reports: Sequence[Report], run: Run) -> str:
+    rules = list(run.rules)
+    descriptors: List[Dict[str, Any]] = [_descriptor(rule, rule.code in run.preview_codes) for rule in rules]
+    index = {rule.code: position for position, rule in enumerate(rules)}
+    if any(report.code not in index for report in reports):
+        index[INTERNAL_ERROR] = len(descriptors)
+        descriptors.append(
+            {
+                "id": INTERNAL_ERROR,
+                "name": "InternalError",
+                "shortDescription": {"text": f"{TOOL_NAME} failed on a class; please report it"},
+                "helpUri": PROJECT_URL,
+            }
+        )
+    results = []
+    for report in reports:
+        result: Dict[str, Any] = {
+            "ruleId": report.code,
+            "level": "error",
+            "message": {"text": f"{report.code} {report.text}"},
+            "locations": [_location(report.path, report.line, report.column)],
+        }
+        if report.code in index:
+            result["ruleIndex"] = index[report.code]
+        results.append(result)
+    invocation: Dict[str, Any] = {"executionSuccessful": not run.errors}
+    if run.errors:
+        invocation["toolExecutionNotifications"] = [
+            {"level": "error", "message": {"text": f"{path}: {why}"}, "locations": [_location(path)]}
+            for path, why in run.errors
+        ]
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": TOOL_NAME,
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": PROJECT_URL,
+                        "rules": descriptors,
+                    }
+                },
+                "invocations": [invocation],
+                # Columns count characters (code points), as Python and flake8 count them.
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2) + "\n"
+
+
+def _descriptor(rule: Rule, preview: bool) -> Dict[str, Any]:
+    class_name = type(rule).__name__
+    descriptor: Dict[str, Any] = {
+        "id": rule.code,
+        "name": class_name[: -len("Rule")] if class_name.endswith("Rule") else class_name,
+        "shortDescription": {"text": rule.name},
+        "helpUri": DOCS_URL.format(code=rule.code),
+    }
+    if preview:
+        descriptor["properties"] = {"tags": ["preview"]}
+    return descriptor
+
+
+def _location(path: str, line: int = 0, column: int = 0) -> Dict[str, Any]:
+    physical: Dict[str, Any] = {"artifactLocation": {"uri": _uri(path)}}
+    if line > 0:
+        physical["region"] = {"startLine": line, "startColumn": max(column, 1)}
+    return {"physicalLocation": physical}
+
+
+def _uri(path: str) -> str:
+    """A relative path stays relative (code scanning resolves it against the checkout)."""
+    if os.path.isabs(path):
+        return Path(path).as_uri()
+    relative = posixpath.normpath(path.replace(os.sep, "/"))
+    return quote(relative, safe="/")
+
+
+FORMATS: Dict[str, Callable[[Sequence[Report], Run], str]] = {
+    "text": text,
+    "json": json_list,
+    "sarif": sarif,
+    "github": github,
+}

@@ -1,0 +1,166 @@
+"""Checking files: read each one as flake8 does, run the shared engine, drop what the user silenced.
+
+Reading follows flake8 (and Python): the encoding comes from a BOM or a PEP 263 coding cookie
+(``tokenize.detect_encoding``), line endings are made ``\\n``, and the engine gets the same lines and
+``ast`` tree flake8 hands the plugin. Unlike flake8, which falls back to latin-1, a file that does not
+decode is an error: its findings would be guesses.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import io
+import multiprocessing
+import tokenize
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+from ..engine.checker import check_module, might_define_function
+from ..rules import PREVIEW_RULES, RULES
+from ..rules.base import Finding, Rule
+from .noqa import InlineNoqa, file_is_exempt
+
+
+@dataclass(frozen=True)
+class Report:
+    """One finding as the command shows it."""
+
+    path: str
+    line: int  # 1-based
+    column: int  # 1-based, as flake8 prints it
+    code: str
+    text: str  # the message after the code
+    fixable: bool
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What checking one file gave: its reports, or why it could not be checked."""
+
+    path: str
+    reports: Tuple[Report, ...] = ()
+    error: Optional[str] = None  # the file could not be read or decoded: the run fails (exit 2)
+    notice: Optional[str] = None  # the file was skipped for a reason worth saying (not valid Python)
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    select: Tuple[str, ...] = ()  # empty: every code
+    ignore: Tuple[str, ...] = ()
+    function_bases: Tuple[str, ...] = ()
+    preview: bool = False
+
+    @property
+    def rules(self) -> List[Rule]:
+        return RULES + PREVIEW_RULES if self.preview else RULES
+
+    def selects(self, code: str) -> bool:
+        """flake8's decision: a code is reported when selected and not ignored; when both a select
+        and an ignore prefix match, the longer one wins (a tie ignores)."""
+        ignored_by = _longest_prefix(code, self.ignore)
+        if not self.select:
+            return ignored_by is None
+        selected_by = _longest_prefix(code, self.select)
+        if selected_by is None:
+            return False
+        return ignored_by is None or len(selected_by) > len(ignored_by)
+
+
+def _longest_prefix(code: str, prefixes: Sequence[str]) -> Optional[str]:
+    matching = [prefix for prefix in prefixes if code.startswith(prefix)]
+    return max(matching, key=len) if matching else None
+
+
+class SourceError(Exception):
+    """The bytes are not text Python could read."""
+
+
+def decode_lines(data: bytes) -> List[str]:
+    """The lines of a Python source file, decoded as ``tokenize.open`` decodes them (flake8 reads
+    files that way): BOM or coding cookie, else UTF-8; ``\\r\\n`` and ``\\r`` become ``\\n``."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        lines = io.TextIOWrapper(io.BytesIO(data), encoding).readlines()
+    except (SyntaxError, UnicodeError, LookupError) as error:
+        raise SourceError(f"cannot decode: {_reason(error)}") from None
+    if lines and lines[0].startswith("\ufeff"):  # flake8 strips a BOM the codec left in place
+        lines[0] = lines[0][1:]
+    return lines
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, SyntaxError):
+        return error.msg or str(error)
+    return str(error)
+
+
+def check_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Outcome:
+    """The reports for one file's decoded lines (``path`` is the name shown and given to the engine)."""
+    text = "".join(lines)
+    if not might_define_function(text, options.function_bases):
+        return Outcome(path)  # most files: no tree needed
+    if file_is_exempt(lines):
+        return Outcome(path)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        return Outcome(path, notice=f"skipped, not valid Python: {_syntax_reason(error)}")
+    findings = check_module(tree, lines, path, options.function_bases, options.rules)
+    noqa = InlineNoqa(lines)
+    reports = tuple(
+        _report(path, finding)
+        for finding in findings
+        if options.selects(finding.code) and not noqa.silences(finding.line, finding.code)
+    )
+    return Outcome(path, reports)
+
+
+def _syntax_reason(error: Exception) -> str:
+    if isinstance(error, SyntaxError) and error.lineno:
+        return f"{type(error).__name__}: {error.msg} (line {error.lineno})"
+    return f"{type(error).__name__}: {error}"
+
+
+def _report(path: str, finding: Finding) -> Report:
+    prefix = finding.code + " "
+    text = finding.message[len(prefix):] if finding.message.startswith(prefix) else finding.message
+    # A finding that carries a fix can be repaired by the command; the rules attach fixes themselves.
+    fixable = getattr(finding, "fix", None) is not None
+    return Report(path, finding.line, finding.column + 1, finding.code, text, fixable)
+
+
+def check_file(path: str, options: CheckOptions) -> Outcome:
+    """Read and check one file; never raises."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as error:
+        return Outcome(path, error=f"cannot read: {error.strerror or error}")
+    return check_source(data, path, options)
+
+
+def check_source(data: bytes, path: str, options: CheckOptions) -> Outcome:
+    """Decode and check the bytes of one file (or of standard input); never raises."""
+    try:
+        return check_lines(decode_lines(data), path, options)
+    except SourceError as error:
+        return Outcome(path, error=str(error))
+    except Exception as error:  # noqa: BLE001 - one file must not stop the run; say so and go on
+        return Outcome(path, error=f"internal error: {type(error).__name__}: {error}; please report")
+
+
+def check_files(paths: Sequence[str], options: CheckOptions, jobs: int) -> List[Outcome]:
+    """Outcomes in the order of ``paths``, whether checked in one process or several."""
+    check = functools.partial(check_file, options=options)
+    jobs = min(jobs, len(paths))
+    if jobs > 1:
+        try:
+            pool = multiprocessing.Pool(jobs)
+        except (OSError, ImportError):  # no process support here (as flake8 does, run serially)
+            pass
+        else:
+            with pool:
+                chunk = max(1, len(paths) // (jobs * 8))
+                return pool.map(check, paths, chunksize=chunk)
+    return [check(path) for path in paths]

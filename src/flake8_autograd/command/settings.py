@@ -1,0 +1,145 @@
+"""The command line, merged with ``[tool.flake8-autograd]``: an option given on the command line wins."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from .. import __version__
+from .config import ConfigError, FileConfig, find_config, split_list
+from .files import normalize_pattern
+from .formats import FORMATS
+from .runner import CheckOptions
+
+# flake8 accepts the same shapes of code prefix in --select and --ignore.
+_CODE_PREFIX = re.compile(r"^[A-Z]{1,3}[0-9]{0,3}$", re.ASCII)
+
+
+class UsageError(Exception):
+    """A bad option or configuration: reported on stderr, exit status 2."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    paths: Tuple[str, ...]
+    check: CheckOptions
+    exclude: Tuple[str, ...]  # patterns normalized as in flake8
+    output_format: str
+    jobs: int
+    stdin_filename: str
+    config: Optional[Path]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flake8-autograd",
+        description=(
+            "Check custom torch.autograd.Function classes against PyTorch's contract. Reads "
+            "[tool.flake8-autograd] from the nearest pyproject.toml; options given here win."
+        ),
+    )
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files and folders to check (default: .); - reads standard input"
+    )
+    parser.add_argument("--select", metavar="CODES", help="report only codes starting with these, e.g. AGF003,AGF1")
+    parser.add_argument("--ignore", metavar="CODES", help="do not report codes starting with these")
+    parser.add_argument(
+        "--exclude",
+        metavar="PATTERNS",
+        help="glob patterns of files and folders to skip, besides .git, virtualenvs, .tox, build, dist, __pycache__",
+    )
+    parser.add_argument(
+        "--function-bases",
+        metavar="NAMES",
+        help="dotted names of your own base classes that subclass torch.autograd.Function",
+    )
+    parser.add_argument(
+        "--preview",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also run the preview rules (AGF1xx), as flake8's --autograd-preview does",
+    )
+    parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
+    parser.add_argument(
+        "-j", "--jobs", default="1", metavar="N", help="check files in N processes; 'auto': one per CPU (default: 1)"
+    )
+    parser.add_argument(
+        "--stdin-filename", default="stdin", metavar="NAME", help="the name shown for standard input (-)"
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
+
+
+def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
+    """Settings from the command line and the configuration; raises UsageError."""
+    arguments = build_parser().parse_args(argv)
+    try:
+        config = find_config(cwd)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    return Settings(
+        paths=tuple(arguments.paths) or (".",),
+        check=CheckOptions(
+            select=_codes("select", arguments.select, config),
+            ignore=_codes("ignore", arguments.ignore, config),
+            function_bases=_values("function-bases", arguments.function_bases, config),
+            preview=_flag("preview", arguments.preview, config),
+        ),
+        exclude=_patterns(arguments.exclude, config, cwd),
+        output_format=arguments.format,
+        jobs=_jobs(arguments.jobs),
+        stdin_filename=arguments.stdin_filename,
+        config=config.path if config else None,
+    )
+
+
+def _values(key: str, given: Optional[str], config: Optional[FileConfig]) -> Tuple[str, ...]:
+    if given is not None:
+        return tuple(split_list(given))
+    if config is not None:
+        return tuple(config.lists.get(key, ()))
+    return ()
+
+
+def _codes(key: str, given: Optional[str], config: Optional[FileConfig]) -> Tuple[str, ...]:
+    codes = _values(key, given, config)
+    for code in codes:
+        if not _CODE_PREFIX.match(code):
+            where = f"--{key}" if given is not None else f"{key} in {config.path if config else ''}"
+            raise UsageError(f"{where}: {code!r} is not a code prefix (like AGF, AGF1 or AGF003)")
+    return codes
+
+
+def _flag(key: str, given: Optional[bool], config: Optional[FileConfig]) -> bool:
+    if given is not None:
+        return given
+    return bool(config.booleans.get(key, False)) if config is not None else False
+
+
+def _patterns(given: Optional[str], config: Optional[FileConfig], cwd: Path) -> Tuple[str, ...]:
+    # Relative patterns are relative to where they were written: the cwd or the config's folder.
+    if given is not None:
+        patterns: List[str] = split_list(given)
+        base = os.fspath(cwd)
+    elif config is not None:
+        patterns = list(config.lists.get("exclude", ()))
+        base = os.fspath(config.path.parent)
+    else:
+        return ()
+    return tuple(normalize_pattern(pattern, base) for pattern in patterns)
+
+
+def _jobs(value: str) -> int:
+    if value == "auto":
+        return os.cpu_count() or 1
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise UsageError(f"-j/--jobs: expected a positive number or 'auto', not {value!r}")
+    return jobs

@@ -1,0 +1,349 @@
+"""The ``flake8-autograd`` command as users meet it: the installed executable, in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+from conftest import fixture_paths
+
+COMMAND = str(Path(sys.executable).parent / "flake8-autograd")
+
+SCALE = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x: torch.Tensor, y: torch.Tensor):
+            ctx.x = x
+            return x * y
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+    """
+)
+SCALE_CODES = ["AGF003", "AGF004"]
+
+CLEAN = "import torch\n\n\ndef double(x):\n    return 2 * x\n"
+
+# A legacy Function: AGF001 and AGF002 on its forward; AGF113 (preview) for the missing backward.
+LEGACY = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Legacy(torch.autograd.Function):
+        def forward(self, x):
+            return x
+    """
+)
+
+PROJECT_BASE = textwrap.dedent(
+    """\
+    from mypkg.autograd_base import KernelFunction
+
+
+    class Fused(KernelFunction):
+        def forward(ctx, x):
+            return x
+    """
+)
+
+
+def run(*args: str, cwd: Path, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess:
+    """The command with ``args``; stdout and stderr as text."""
+    result = subprocess.run([COMMAND, *args], cwd=cwd, input=stdin, capture_output=True, timeout=300)
+    return subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
+    )
+
+
+def codes_of(result: subprocess.CompletedProcess) -> List[str]:
+    return [line.split(": ", 1)[1].split()[0] for line in result.stdout.splitlines()]
+
+
+def findings_of(result: subprocess.CompletedProcess) -> List[Tuple[str, int, str]]:
+    """(file name, line, code) of each text-format line."""
+    found = []
+    for line in result.stdout.splitlines():
+        path, number, _column, rest = line.split(":", 3)
+        found.append((Path(path).name, int(number), rest.split()[0]))
+    return found
+
+
+def write(folder: Path, files: Dict[str, str]) -> None:
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_text_output_is_flake8s_and_findings_exit_1(tmp_path: Path) -> None:
+    write(tmp_path, {"scale.py": SCALE})
+    result = run("scale.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "scale.py:7:9: AGF003 Scale.forward stores tensor 'x' as ctx.x: an input kept on ctx skips the in-place "
+        "version check, so gradients can be silently wrong; pass it to ctx.save_for_backward() and read "
+        "ctx.saved_tensors in backward",
+        "scale.py:12:9: AGF004 Scale.backward returns 1 gradient but forward takes 2 inputs (x, y); "
+        "return one per input, None where there is none",
+    ]
+    assert result.stderr == ""
+
+
+def test_clean_files_exit_0_silently(tmp_path: Path) -> None:
+    write(tmp_path, {"clean.py": CLEAN, "pkg/empty.py": ""})
+    result = run(cwd=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_python_dash_m_is_the_same_command(tmp_path: Path) -> None:
+    write(tmp_path, {"scale.py": SCALE})
+    module = subprocess.run(
+        [sys.executable, "-m", "flake8_autograd", "scale.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    script = run("scale.py", cwd=tmp_path)
+    assert (module.returncode, module.stdout) == (script.returncode, script.stdout)
+    version = run("--version", cwd=tmp_path)
+    assert version.returncode == 0 and version.stdout.startswith("flake8-autograd ")
+
+
+def test_default_path_is_the_current_folder_shown_as_flake8_shows_it(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/scale.py": SCALE})
+    result = run(cwd=tmp_path)
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == [os.path.join(".", "pkg", "scale.py")] * 2
+
+
+def test_stdin_with_and_without_a_filename(tmp_path: Path) -> None:
+    named = run("-", "--stdin-filename", "ops/scale.py", cwd=tmp_path, stdin=SCALE.encode())
+    assert named.returncode == 1
+    assert [line.split(":")[0] for line in named.stdout.splitlines()] == ["ops/scale.py"] * 2
+    assert codes_of(named) == SCALE_CODES
+    unnamed = run("-", cwd=tmp_path, stdin=SCALE.encode())
+    assert [line.split(":")[0] for line in unnamed.stdout.splitlines()] == ["stdin"] * 2
+    assert run("-", cwd=tmp_path, stdin=CLEAN.encode()).returncode == 0
+
+
+def test_stdin_named_by_an_excluded_path_is_skipped(tmp_path: Path) -> None:
+    result = run("-", "--stdin-filename", "gen/scale.py", "--exclude", "gen/*", cwd=tmp_path, stdin=SCALE.encode())
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        ([], SCALE_CODES),
+        (["--select", "AGF003"], ["AGF003"]),
+        (["--ignore", "AGF003"], ["AGF004"]),
+        (["--select", "AGF", "--ignore", "AGF004"], ["AGF003"]),
+        (["--select", "AGF003", "--ignore", "AGF0"], ["AGF003"]),  # the longer prefix wins
+        (["--select", "AGF1"], []),
+        (["--select", "AGF003,AGF004", "--ignore", "E501 W"], SCALE_CODES),
+    ],
+)
+def test_select_and_ignore_by_prefix(tmp_path: Path, options: List[str], expected: List[str]) -> None:
+    write(tmp_path, {"scale.py": SCALE})
+    result = run(*options, "scale.py", cwd=tmp_path)
+    assert codes_of(result) == expected
+    assert result.returncode == (1 if expected else 0)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["--select", "agf003"], ["--ignore", "AGF-3"], ["-j", "0"], ["-j", "many"], ["--format", "xml"], ["--bogus"]],
+)
+def test_usage_errors_exit_2(tmp_path: Path, options: List[str]) -> None:
+    write(tmp_path, {"scale.py": SCALE})
+    result = run(*options, "scale.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.strip()
+
+
+def test_preview_rules_only_with_preview(tmp_path: Path) -> None:
+    write(tmp_path, {"legacy.py": LEGACY})
+    assert codes_of(run("legacy.py", cwd=tmp_path)) == ["AGF001", "AGF002"]
+    assert sorted(codes_of(run("--preview", "legacy.py", cwd=tmp_path))) == ["AGF001", "AGF002", "AGF113"]
+
+
+def test_function_bases(tmp_path: Path) -> None:
+    write(tmp_path, {"ops.py": PROJECT_BASE})
+    assert run("ops.py", cwd=tmp_path).returncode == 0
+    result = run("--function-bases", "other.Base,mypkg.autograd_base.KernelFunction", "ops.py", cwd=tmp_path)
+    assert codes_of(result) == ["AGF001"]
+
+
+def test_jobs_give_the_same_output_in_the_same_order(tmp_path: Path) -> None:
+    paths = [str(path) for path in fixture_paths()]
+    serial = run("--preview", *paths, cwd=tmp_path)
+    parallel = run("--preview", "-j", "2", *paths, cwd=tmp_path)
+    assert serial.returncode == parallel.returncode == 1
+    assert parallel.stdout == serial.stdout
+    assert len(serial.stdout.splitlines()) > 100
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+def test_configuration_is_found_upward_and_options_win(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": textwrap.dedent(
+                """\
+                [project]
+                name = "demo"
+
+                [tool.flake8-autograd]
+                select = ["AGF"]
+                ignore = ["AGF004"]
+                exclude = ["generated", "src/legacy_*.py"]
+                function-bases = ["mypkg.autograd_base.KernelFunction"]
+                preview = true
+                """
+            ),
+            "src/scale.py": SCALE,
+            "src/legacy_ops.py": LEGACY,
+            "src/generated/gen.py": SCALE,
+            "src/ops.py": PROJECT_BASE,
+            "src/pkg/legacy.py": LEGACY,
+        },
+    )
+    inside = tmp_path / "src" / "pkg"
+    result = run("..", cwd=inside)
+    assert sorted(findings_of(result)) == [
+        ("legacy.py", 5, "AGF001"),
+        ("legacy.py", 5, "AGF002"),
+        ("legacy.py", 5, "AGF113"),
+        ("ops.py", 5, "AGF001"),
+        ("ops.py", 5, "AGF113"),
+        ("scale.py", 7, "AGF003"),
+    ]
+    overridden = run(
+        "--ignore", "AGF00", "--select", "AGF004", "--no-preview", "--exclude", "pkg", "--function-bases", "x.Y", "..",
+        cwd=inside,
+    )
+    # The command line replaces the file's exclude list: generated/ and legacy_ops.py are back in.
+    assert sorted(findings_of(overridden)) == [("gen.py", 12, "AGF004"), ("scale.py", 12, "AGF004")]
+
+
+def test_configuration_accepts_comma_separated_strings(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {"pyproject.toml": '[tool.flake8-autograd]\nselect = "AGF003, AGF004"\nignore = "AGF004"\n', "s.py": SCALE},
+    )
+    assert codes_of(run("s.py", cwd=tmp_path)) == ["AGF003"]
+
+
+def test_nearest_pyproject_with_the_table_wins(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.flake8-autograd]\nignore = ["AGF003"]\n',
+            "sub/pyproject.toml": '[project]\nname = "sub"\n',  # no table: keep searching upward
+            "sub/inner/pyproject.toml": "[tool.flake8-autograd]\nignore = [\"AGF004\"]\n",
+            "sub/s.py": SCALE,
+        },
+    )
+    assert codes_of(run("s.py", cwd=tmp_path / "sub")) == ["AGF004"]
+    assert codes_of(run("../s.py", cwd=tmp_path / "sub" / "inner")) == ["AGF003"]
+
+
+@pytest.mark.parametrize(
+    "table, complaint",
+    [
+        ('[tool.flake8-autograd]\nselet = ["AGF"]\n', "unknown key"),
+        ("[tool.flake8-autograd]\nselect = 3\n", "expected a list of strings"),
+        ('[tool.flake8-autograd]\npreview = "yes"\n', "expected true or false"),
+        ('[tool.flake8-autograd]\nselect = ["agf"]\n', "not a code prefix"),
+        ("[tool.flake8-autograd\nselect = 1\n", "not valid TOML"),
+    ],
+)
+def test_bad_configuration_exits_2_and_names_the_file(tmp_path: Path, table: str, complaint: str) -> None:
+    write(tmp_path, {"pyproject.toml": table, "s.py": SCALE})
+    result = run("s.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "pyproject.toml" in result.stderr and complaint in result.stderr
+    assert result.stdout == ""
+
+
+# -- which files --------------------------------------------------------------------------------
+
+
+def test_folders_skip_tool_state_virtualenvs_and_build_output(tmp_path: Path) -> None:
+    skipped = [".git", ".venv", "venv", ".tox", "build", "dist", "__pycache__", "pkg.egg", "myenv"]
+    files = {f"{folder}/scale.py": SCALE for folder in skipped}
+    files.update({"myenv/pyvenv.cfg": "home = /usr/bin\n", "pkg/scale.py": SCALE, "pkg/notes.txt": SCALE})
+    files.update({"pkg/stub.pyi": SCALE, "pkg/deep/er/scale.py": SCALE})
+    write(tmp_path, files)
+    result = run(".", cwd=tmp_path)
+    shown = sorted({line.split(":")[0] for line in result.stdout.splitlines()})
+    assert shown == [os.path.join(".", "pkg", "deep", "er", "scale.py"), os.path.join(".", "pkg", "scale.py")]
+    # Named explicitly, a skipped folder or a file of any suffix is checked.
+    assert codes_of(run("build", "pkg/notes.txt", cwd=tmp_path)) == SCALE_CODES * 2
+
+
+def test_exclude_patterns_match_names_and_paths_also_for_named_files(tmp_path: Path) -> None:
+    write(tmp_path, {"a/scale.py": SCALE, "b/scale.py": SCALE, "b/test_scale.py": SCALE, "c/gen_x.py": SCALE})
+    result = run("--exclude", "test_*.py,a,./c", ".", cwd=tmp_path)
+    assert sorted({line.split(":")[0] for line in result.stdout.splitlines()}) == [os.path.join(".", "b", "scale.py")]
+    assert run("--exclude", "test_*.py", "b/test_scale.py", cwd=tmp_path).stdout == ""
+    assert run("--exclude", "b/*", "b/scale.py", cwd=tmp_path).stdout == ""
+
+
+def test_a_file_named_twice_is_checked_once(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/scale.py": SCALE})
+    assert codes_of(run("pkg", "pkg/scale.py", "./pkg/scale.py", cwd=tmp_path)) == SCALE_CODES
+
+
+# -- files that cannot be checked ---------------------------------------------------------------
+
+
+def test_unreadable_and_undecodable_files_are_reported_and_the_rest_checked(tmp_path: Path) -> None:
+    write(tmp_path, {"ok.py": SCALE})
+    (tmp_path / "bad_utf8.py").write_bytes(b"x = '\xff\xfe'\n" + SCALE.encode())
+    (tmp_path / "bad_cookie.py").write_bytes(b"# -*- coding: no-such-codec -*-\n" + SCALE.encode())
+    (tmp_path / "bom_and_latin1.py").write_bytes(b"\xef\xbb\xbf# coding: latin-1\n" + SCALE.encode())
+    (tmp_path / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    result = run(".", "missing.py", cwd=tmp_path)
+    assert result.returncode == 2  # errors win over findings
+    assert codes_of(result) == SCALE_CODES
+    complaints = sorted(result.stderr.splitlines())
+    assert len(complaints) == 5, result.stderr
+    for name in ["bad_cookie.py", "bad_utf8.py", "bom_and_latin1.py"]:
+        assert any(name in line and "cannot decode" in line for line in complaints), name
+    for name in ["dangling.py", "missing.py"]:
+        assert any(name in line and "cannot read" in line for line in complaints), name
+    assert "Traceback" not in result.stderr
+
+
+def test_undecodable_standard_input_exits_2(tmp_path: Path) -> None:
+    result = run("-", cwd=tmp_path, stdin=b"x = '\xff'\n")
+    assert result.returncode == 2
+    assert "stdin" in result.stderr and "cannot decode" in result.stderr
+
+
+def test_a_file_that_is_not_python_is_skipped_with_a_note(tmp_path: Path) -> None:
+    write(tmp_path, {"broken.py": "class Function(:\n", "scale.py": SCALE})
+    result = run(".", cwd=tmp_path)
+    assert result.returncode == 1
+    assert codes_of(result) == SCALE_CODES
+    assert "broken.py" in result.stderr and "not valid Python" in result.stderr
+
+
+def test_output_cut_short_by_the_reader_is_not_an_error(tmp_path: Path) -> None:
+    write(tmp_path, {f"scale{number}.py": SCALE for number in range(200)})
+    pipeline = f"'{COMMAND}' . | head -n 1"
+    result = subprocess.run(["sh", "-c", pipeline], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert len(result.stdout.splitlines()) == 1
+    assert "Traceback" not in result.stderr and "Error" not in result.stderr

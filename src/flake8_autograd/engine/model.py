@@ -33,13 +33,12 @@ CTX_ATTRIBUTES = CTX_METHODS | frozenset(
 CTX_ANNOTATIONS = frozenset({"FunctionCtx", "Any", "BackwardCFunction", "NestedIOFunction", "Function"})
 
 # Attributes and methods that exist only on tensors: a name used with one of them is a tensor.
+# Not ``size``/``shape``: process groups have ``.size()``, numpy arrays and quantization states ``.shape``.
 TENSOR_EVIDENCE_ATTRIBUTES = frozenset(
     {
         "contiguous",
         "view",
         "view_as",
-        "size",
-        "shape",
         "new_zeros",
         "new_ones",
         "new_empty",

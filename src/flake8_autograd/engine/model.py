@@ -158,6 +158,8 @@ class BodyFacts:
     in_place: List[InPlace] = field(default_factory=list)  # name modified in place
     ctx_references: int = 0  # every use of the ctx name, however it is used
     ctx_arguments: int = 0  # uses of the ctx name as a call argument
+    # name -> calls that receive it as an argument: a kernel launch filling a preallocated buffer
+    filled_by: Dict[str, List[cst.Call]] = field(default_factory=dict)
 
     def bind(self, name: str, binding: Binding) -> None:
         self.bindings.setdefault(name, []).append(binding)
@@ -565,8 +567,15 @@ def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> Non
         if method.endswith("_") and not method.endswith("__") and method not in _NOT_DATA_IN_PLACE:
             facts.in_place.append(InPlace(func.value.value, call, f".{method}()"))
     for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "out" and isinstance(arg.value, cst.Name):
-            facts.in_place.append(InPlace(arg.value.value, call, "out="))
+        if arg.star:
+            continue
+        if isinstance(arg.value, cst.Name):
+            facts.filled_by.setdefault(arg.value.value, []).append(call)
+            if arg.keyword is not None and arg.keyword.value == "out":
+                facts.in_place.append(InPlace(arg.value.value, call, "out="))
+        for element in _display_elements(arg.value) or ():  # launch(stream, grid, kernel, (x, out))
+            if isinstance(element, cst.Name):
+                facts.filled_by.setdefault(element.value, []).append(call)
     if ctx_name is None:
         return
     facts.ctx_arguments += sum(

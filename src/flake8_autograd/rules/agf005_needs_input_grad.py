@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Set
+from typing import Iterator, Set
 
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, Method, forward_inputs
+from ..engine.model import ClassModel, forward_inputs
+from ..engine.provenance import Computation, computations
 from ..engine.tensors import Kind
-from ..engine.walk import fingerprint, walk
+from ..engine.walk import walk
 from .base import Finding, Rule
 
 
@@ -76,59 +77,36 @@ class NeedsInputGradRule(Rule):
             if counted.slots is None or counted.falls_off:
                 continue
             computed = []
-            computations = set()  # one value returned in two slots is one computation
+            work: Set[Computation] = set()  # one call yielding two gradients is one computation
             for param, slot in zip(inputs.params, counted.slots):
                 if forward_inference is not None and forward_inference.input_kind(param) is Kind.NOT_TENSOR:
                     continue  # a non-tensor input takes no gradient at all (PyTorch requires None there)
-                if any(_is_computed(node, method) for node in slot):
+                sources = set().union(*(computations(node, method) for node in slot))
+                if sources:
                     computed.append(param.name)
-                    computations.add(tuple(fingerprint(node) for node in slot))
-            if len(computations) >= 2:
-                if not any(_reads_needs_input_grad(base) for base in model.mro):
+                    work |= sources
+            if len(computed) >= 2 and len(work) >= 2:
+                if not any(_checks_whether_inputs_need_grad(base) for base in model.mro):
                     yield self.report(method, method=method.qualname, inputs=", ".join(computed))
                 return
 
 
-def _reads_needs_input_grad(model: ClassModel) -> bool:
-    """Any ``.needs_input_grad`` in the class, nested functions included (a helper may check it)."""
-    return any(
-        isinstance(node, cst.Attribute) and node.attr.value == "needs_input_grad" for node in walk(model.node)
-    )
-
-
-def _is_computed(node: cst.BaseExpression, method: Method) -> bool:
-    """Whether producing this value costs work: a call, arithmetic or indexing, following locals.
-
-    A worklist rather than a recursion: a chain of aliases may be any length.
-    """
-    pending: List[cst.CSTNode] = [node]
-    followed: Set[str] = set()
-    while pending:
-        value = pending.pop()
-        for candidate in [value, *walk(value)]:
-            if isinstance(candidate, (cst.Call, cst.BinaryOperation)):
+def _checks_whether_inputs_need_grad(model: ClassModel) -> bool:
+    """Any ``.needs_input_grad`` in the class, nested functions included (a helper may check it); or
+    a ``.requires_grad`` that forward keeps on ctx or that backward reads (the same check, spelled
+    by hand). A ``requires_grad`` forward only uses itself (whether to save at all) is not one."""
+    if any(_reads(node, "needs_input_grad") for node in walk(model.node)):
+        return True
+    for method in model.own_methods.values():
+        if method.node is None:
+            continue
+        if method.name == "backward" and any(_reads(node, "requires_grad") for node in walk(method.node)):
+            return True
+        for store in method.facts.ctx_stores:
+            if any(_reads(node, "requires_grad") for node in [store.value, *walk(store.value)]):
                 return True
-            if isinstance(candidate, cst.Subscript) and not _reads_ctx(candidate.value, method):
-                return True
-            if isinstance(candidate, cst.Name) and candidate.value not in followed:
-                followed.add(candidate.value)
-                pending.extend(_followed_values(candidate.value, method))
     return False
 
 
-def _followed_values(name: str, method: Method) -> List[cst.BaseExpression]:
-    """The values a local name is bound to; none when one binding is not followed."""
-    values: List[cst.BaseExpression] = []
-    for binding in method.facts.bindings.get(name, ()):  # none: a parameter passed through, a global, a builtin
-        if binding.value is None:
-            return []  # bound in a loop, a with, ...: unsure, so not counted
-        if binding.index is not None and isinstance(binding.value, cst.Call):
-            return []  # unpacked from one fused call that yields several gradients
-        values.append(binding.value)
-    return values
-
-
-def _reads_ctx(node: cst.BaseExpression, method: Method) -> bool:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return isinstance(node, cst.Name) and node.value == method.ctx_name
+def _reads(node: cst.CSTNode, attribute: str) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value == attribute

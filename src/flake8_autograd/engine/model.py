@@ -93,6 +93,11 @@ class Signature:
         return self.positional[0] if self.positional else None
 
 
+def _takes_class_then_ctx(signature: Signature) -> bool:
+    names = [param.name for param in signature.positional[:2]]
+    return names == ["cls", "ctx"]
+
+
 def _param(node: cst.Param) -> Param:
     annotation = node.annotation.annotation if node.annotation is not None else None
     return Param(node.name.value, node, annotation, node.default)
@@ -188,8 +193,12 @@ class Method:
                     expression = expression.func
                 self.decorators.append(cst_dotted(expression) or "")
         self.signature = Signature.of(node) if node is not None else None
-        if self.signature is not None and self.is_classmethod and self.signature.positional:
-            # Python binds ``cls``; the parameters PyTorch passes start after it.
+        if self.signature is not None and self.signature.positional and (
+            self.is_classmethod or _takes_class_then_ctx(self.signature)
+        ):
+            # Python binds ``cls`` (or, for a base's ``forward(cls, ctx, ...)`` helper that subclasses
+            # call as ``super().forward(cls=cls, ctx=ctx, ...)``, the caller passes it): the
+            # parameters PyTorch passes start after it.
             self.signature.positional = self.signature.positional[1:]
         self._facts: Optional[BodyFacts] = None
         self._leftover_ctx: Optional[bool] = None

@@ -619,9 +619,10 @@ DEEP_THROUGH_FLAKE8: List[Tuple[str, str, List[Tuple[int, str]]]] = [
         [],
     ),
     (
-        # AGF005 follows aliases with a worklist, to the end of the chain.
+        # AGF005 follows aliases with a worklist, to the end of the chain (to a computation other
+        # than the second slot's: the same code computed twice counts once).
         "chain-of-600-aliases",
-        _chain_backward("        a0 = grad * 2\n" + "".join(f"        a{i + 1} = a{i}\n" for i in range(600))
+        _chain_backward("        a0 = grad * 3\n" + "".join(f"        a{i + 1} = a{i}\n" for i in range(600))
                         + "        return a600, grad * 2\n"),
         [(10, "AGF005")],
     ),

@@ -75,6 +75,8 @@ def walk_scope(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     but not its body.
     """
     stack = list(children(root))
+    if isinstance(root, cst.IndentedBlock):
+        stack = _reachable(stack)
     stack.reverse()
     while stack:
         node = stack.pop()
@@ -82,8 +84,21 @@ def walk_scope(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if isinstance(node, SCOPE_NODES):
             continue
         kids = list(children(node))
+        if isinstance(node, cst.IndentedBlock):
+            kids = _reachable(kids)
         kids.reverse()
         stack.extend(kids)
+
+
+def _reachable(statements: List[cst.CSTNode]) -> List[cst.CSTNode]:
+    """The statements of a block up to its first ``return`` or ``raise``: what follows never runs
+    (a leftover ``return`` after the real one must not count as one)."""
+    for index, statement in enumerate(statements):
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, (cst.Return, cst.Raise)) for small in statement.body
+        ):
+            return statements[: index + 1]
+    return statements
 
 
 def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -121,7 +121,43 @@ class Analysis:
             unknown = node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args)
             call = ApplyCall(node.lineno, None) if unknown else ApplyCall(node.lineno, len(node.args), tuple(node.args))
             calls.setdefault(owner, []).append(call)
+        self._drop_fast_paths(nodes)
         return calls
+
+    def _drop_fast_paths(self, nodes: List[ast.AST]) -> None:
+        """Forget ``Cls.forward(...)`` where no gradient is wanted: under ``torch.no_grad()`` (or
+        ``inference_mode``), or in a function that tests the grad state and calls ``Cls.apply``
+        otherwise (``if not torch.is_grad_enabled(): return Cls.forward(None, x)``). A test of
+        anything else (``self.training``) does not say gradients are off, so that use stays."""
+        forward_uses = [use for uses in self._direct_uses.values() for use in uses if use.what == "forward"]
+        if not forward_uses:
+            return
+        functions = [node for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        gradless = [
+            node for node in nodes
+            if isinstance(node, (ast.With, ast.AsyncWith)) and _mentions(node.items, _GRADLESS_CONTEXTS)
+        ]
+
+        def within(node: ast.stmt, line: int) -> bool:
+            return node.lineno <= line <= (node.end_lineno or node.lineno)
+
+        def fast_path(owner: str, line: int) -> bool:
+            if any(within(block, line) for block in gradless):
+                return True
+            enclosing = [function for function in functions if within(function, line)]
+            function = max(enclosing, key=lambda f: f.lineno, default=None)
+            if function is None:
+                return False
+            inner = list(ast.walk(function))
+            tests_grad_state = any(
+                isinstance(node, (ast.If, ast.IfExp)) and _mentions([node.test], _GRAD_STATE) for node in inner
+            )
+            return tests_grad_state and any(
+                isinstance(node, ast.Call) and _apply_owner(node.func) == owner for node in inner
+            )
+
+        for owner, uses in self._direct_uses.items():
+            uses[:] = [use for use in uses if use.what != "forward" or not fast_path(owner, use.line)]
 
     def _read_direct_use(self, node: ast.Call, names: Set[str], inside: List[Tuple[int, int]]) -> None:
         func = node.func
@@ -138,6 +174,20 @@ class Analysis:
             # Inside a Function, calling another Function's forward is composition, not a mistake.
             use = DirectUse(node.lineno, node.col_offset, func.attr)
             self._direct_uses.setdefault(func.value.id, []).append(use)
+
+
+# Names that say whether gradients are wanted, and contexts that turn them off.
+_GRAD_STATE = frozenset({"is_grad_enabled", "requires_grad", "is_inference_mode_enabled", "is_inference"})
+_GRADLESS_CONTEXTS = frozenset({"no_grad", "inference_mode"})
+
+
+def _mentions(roots: Sequence[ast.AST], names: FrozenSet[str]) -> bool:
+    """Whether any attribute or name under ``roots`` is one of ``names``."""
+    return any(
+        (isinstance(node, ast.Attribute) and node.attr in names) or (isinstance(node, ast.Name) and node.id in names)
+        for root in roots
+        for node in ast.walk(root)
+    )
 
 
 # Pooling functions whose ``return_indices`` makes them return (values, indices): its positional index.

@@ -1,4 +1,4 @@
-"""The pre-commit hook this repository declares, run by the real ``pre-commit try-repo``.
+"""The pre-commit hooks this repository declares, run by the real ``pre-commit try-repo``.
 
 pre-commit installs the hook from a git repository. ``try-repo`` on a working copy takes the last
 commit plus changes to tracked files only, so the hook would be missing while its files are new. The
@@ -50,11 +50,8 @@ def _git(*args: str, cwd: Path, environment: Dict[str, str]) -> None:
     subprocess.run([GIT, *args], cwd=cwd, env=environment, check=True, capture_output=True, timeout=120)
 
 
-@pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed (pip install -e '.[test]')")
-@pytest.mark.skipif(GIT is None, reason="git is not installed, and pre-commit needs it")
-def test_hook_fails_on_a_buggy_file_and_passes_once_fixed(tmp_path: Path) -> None:
-    assert PRE_COMMIT is not None
-    environment = _environment(tmp_path)
+def _hook_repository(tmp_path: Path, environment: Dict[str, str]) -> Path:
+    """A git repository holding what the package is built from, committed."""
     hook_repository = tmp_path / "hook-repository"
     hook_repository.mkdir()
     for name in PACKAGE_FILES:
@@ -64,6 +61,24 @@ def test_hook_fails_on_a_buggy_file_and_passes_once_fixed(tmp_path: Path) -> Non
     _git("init", "-q", cwd=hook_repository, environment=environment)
     _git("add", "-A", cwd=hook_repository, environment=environment)
     _git("commit", "-q", "-m", "hook under test", cwd=hook_repository, environment=environment)
+    return hook_repository
+
+
+def _try_repo(
+    hook_repository: Path, hook: str, project: Path, environment: Dict[str, str]
+) -> subprocess.CompletedProcess:
+    assert PRE_COMMIT is not None
+    return subprocess.run(
+        [PRE_COMMIT, "try-repo", str(hook_repository), hook, "--all-files"],
+        cwd=project, env=environment, capture_output=True, text=True, timeout=600,
+    )
+
+
+@pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed (pip install -e '.[test]')")
+@pytest.mark.skipif(GIT is None, reason="git is not installed, and pre-commit needs it")
+def test_hook_fails_on_a_buggy_file_and_passes_once_fixed(tmp_path: Path) -> None:
+    environment = _environment(tmp_path)
+    hook_repository = _hook_repository(tmp_path, environment)
 
     project = tmp_path / "project"
     project.mkdir()
@@ -72,19 +87,59 @@ def test_hook_fails_on_a_buggy_file_and_passes_once_fixed(tmp_path: Path) -> Non
     (project / "clean.py").write_text(CLEAN, encoding="utf-8")
     _git("add", "-A", cwd=project, environment=environment)
 
-    def try_repo() -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [PRE_COMMIT, "try-repo", str(hook_repository), "flake8-autograd", "--all-files"],
-            cwd=project, env=environment, capture_output=True, text=True, timeout=600,
-        )
-
-    failed = try_repo()
+    failed = _try_repo(hook_repository, "flake8-autograd", project, environment)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "ops.py:7:9: AGF003" in failed.stdout and "ops.py:12:9: AGF004" in failed.stdout
     assert "clean.py" not in failed.stdout.split("- exit code: 1", 1)[-1]
 
     (project / "ops.py").write_text(CLEAN, encoding="utf-8")
     _git("add", "-A", cwd=project, environment=environment)
-    passed = try_repo()  # the hook's environment is installed by now: this run is quick
+    passed = _try_repo(hook_repository, "flake8-autograd", project, environment)  # installed by now: quick
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed" in passed.stdout
+
+
+# Only fixable findings: AGF001 on forward, AGF002 on backward.
+FIXABLE = """\
+import torch
+
+
+class Double(torch.autograd.Function):
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(self, grad):
+        return grad * 2
+"""
+
+
+@pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed (pip install -e '.[test]')")
+@pytest.mark.skipif(GIT is None, reason="git is not installed, and pre-commit needs it")
+def test_fix_hook_repairs_what_the_check_hook_reports(tmp_path: Path) -> None:
+    environment = _environment(tmp_path)
+    hook_repository = _hook_repository(tmp_path, environment)
+    project = tmp_path / "project"
+    project.mkdir()
+    _git("init", "-q", cwd=project, environment=environment)
+    (project / "ops.py").write_text(FIXABLE, encoding="utf-8")
+    (project / "scale.py").write_text(SCALE, encoding="utf-8")  # AGF003 and AGF004: no fix for them here
+    _git("add", "-A", cwd=project, environment=environment)
+
+    checked = _try_repo(hook_repository, "flake8-autograd", project, environment)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "ops.py:5:5: AGF001" in checked.stdout and "ops.py:9:18: AGF002" in checked.stdout
+
+    fixed = _try_repo(hook_repository, "flake8-autograd-fix", project, environment)
+    assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # files modified, and findings remain
+    assert "files were modified by this hook" in fixed.stdout
+    repaired = (project / "ops.py").read_text(encoding="utf-8")
+    assert repaired == FIXABLE.replace("    def forward", "    @staticmethod\n    def forward").replace("self", "ctx")
+    assert "scale.py:7:9: AGF003" in fixed.stdout and "ops.py" not in fixed.stdout.split("- exit code: 1", 1)[-1]
+
+    _git("add", "-A", cwd=project, environment=environment)
+    rechecked = _try_repo(hook_repository, "flake8-autograd", project, environment)
+    assert "ops.py" not in rechecked.stdout.split("- exit code: 1", 1)[-1]  # only unfixable findings remain
+    assert "scale.py:7:9: AGF003" in rechecked.stdout
+    fixed_again = _try_repo(hook_repository, "flake8-autograd-fix", project, environment)
+    assert "files were modified by this hook" not in fixed_again.stdout

@@ -3,14 +3,25 @@
 A rule that can repair what it reports attaches a :class:`Fix` to its finding (the fix is computed in
 the rule's own module, beside its check). This module only knows about text: it applies the edits of
 several fixes to a file, skipping any fix that overlaps one already taken (the next pass of the fix
-loop sees the file again and can take it then).
+loop sees the file again and can take it then); and it maps libcst and ``ast`` nodes to the file
+positions edits are made at (:class:`NodeLocator`).
 """
 
 from __future__ import annotations
 
+import ast
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterable, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from weakref import WeakKeyDictionary
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, Scope, ScopeProvider
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine.source import Segment
 
 Position = Tuple[int, int]  # (1-based line, 0-based column in characters), as findings report them
 
@@ -104,3 +115,129 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> Tuple[str, int]:
         replacement = edit.replacement.replace("\n", newline)  # keep the file's own line endings
         text = text[:offset(edit.start)] + replacement + text[offset(edit.end):]
     return text, len(taken)
+
+
+# -- computing fixes: wanted only by the command ------------------------------------------------------
+# flake8 has no use for fixes, and finding where a node ends costs a libcst position pass over the whole
+# class: rules attach fixes only while this flag is set (the command sets it around each file).
+_FIXES_WANTED: ContextVar[bool] = ContextVar("flake8_autograd_fixes_wanted", default=False)
+
+
+def fixes_wanted() -> bool:
+    return _FIXES_WANTED.get()
+
+
+@contextmanager
+def computing_fixes() -> Iterator[None]:
+    """Within this block, rules attach a :class:`Fix` to each finding they can repair for certain."""
+    token = _FIXES_WANTED.set(True)
+    try:
+        yield
+    finally:
+        _FIXES_WANTED.reset(token)
+
+
+# -- from libcst nodes to file positions --------------------------------------------------------------
+class NodeLocator:
+    """File ranges of the nodes of one parsed class, and edits at them checked against the file's text.
+
+    Every edit made here first checks that the file holds, at the range computed, exactly the code of
+    the node (or the text) it means to change: a position libcst computes differently from the file
+    (form feeds in indentation, say) gives no fix rather than a wrong one.
+    """
+
+    def __init__(self, segment: "Segment") -> None:
+        self.lines: Sequence[str] = segment.lines
+        self._wrapper = MetadataWrapper(segment.module, unsafe_skip_copy=True)
+        ranges = self._wrapper.resolve(PositionProvider)
+        self._ranges: Mapping[cst.CSTNode, CodeRange] = ranges
+        # Lines of the parsed text are shifted from the file's (only the class was parsed, maybe under a
+        # header line); the class keyword is where both libcst and ``ast`` put the class.
+        self._line_shift = segment.class_ast.lineno - ranges[segment.class_node].start.line
+        self._scopes: Optional[Mapping[cst.CSTNode, Optional[Scope]]] = None
+
+    def span(self, node: cst.CSTNode) -> Optional[Tuple[Position, Position]]:
+        """Where ``node`` starts and ends in the file (parentheses around an expression excluded)."""
+        found = self._ranges.get(node)
+        if found is None:
+            return None
+        start = (found.start.line + self._line_shift, found.start.column)
+        end = (found.end.line + self._line_shift, found.end.column)
+        return start, end
+
+    def scope_of(self, node: cst.CSTNode) -> Optional[Scope]:
+        if self._scopes is None:
+            self._scopes = self._wrapper.resolve(ScopeProvider)
+        return self._scopes.get(node)
+
+    def text(self, start: Position, end: Position) -> Optional[str]:
+        """The file's text between two positions; None when a position is outside the file."""
+        return text_between(self.lines, start, end)
+
+    def replace(self, node: cst.CSTNode, replacement: str) -> Optional[Edit]:
+        """An edit replacing ``node`` (without its parentheses), when the file holds its code there."""
+        span = self.span(node)
+        if span is None or self.text(*span) != bare_code(node):
+            return None
+        return Edit(span[0], span[1], replacement)
+
+    def line_prefix(self, node: cst.CSTNode) -> Optional[str]:
+        """The whitespace before ``node`` on its line; None when anything else precedes it."""
+        span = self.span(node)
+        if span is None:
+            return None
+        (line, column), _ = span
+        if not 0 < line <= len(self.lines):
+            return None
+        prefix = self.lines[line - 1][:column]
+        return prefix if prefix.strip(" \t") == "" else None
+
+
+_LOCATORS: "WeakKeyDictionary[Segment, Optional[NodeLocator]]" = WeakKeyDictionary()
+
+
+def locator(segment: "Segment") -> Optional[NodeLocator]:
+    """The locator of a class, built once (None when libcst's passes fail on it, e.g. very deep code)."""
+    if segment in _LOCATORS:
+        return _LOCATORS[segment]
+    try:
+        found: Optional[NodeLocator] = NodeLocator(segment)
+    except Exception:  # noqa: BLE001 - RecursionError on deep code, or libcst's KeyError for it: no fixes
+        found = None
+    _LOCATORS[segment] = found
+    return found
+
+
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+def bare_code(node: cst.CSTNode) -> str:
+    """The code of ``node`` without the parentheses around it (libcst's positions leave them out)."""
+    if isinstance(node, cst.BaseExpression) and (node.lpar or node.rpar):
+        node = node.with_changes(lpar=(), rpar=())
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+def text_between(lines: Sequence[str], start: Position, end: Position) -> Optional[str]:
+    (first, first_column), (last, last_column) = start, end
+    if not (0 < first <= last <= len(lines)):
+        return None
+    if first == last:
+        return lines[first - 1][first_column:last_column]
+    parts = [lines[first - 1][first_column:], *lines[first:last - 1], lines[last - 1][:last_column]]
+    return "".join(parts)
+
+
+def ast_span(node: ast.expr, lines: Sequence[str]) -> Optional[Tuple[Position, Position]]:
+    """Where an ``ast`` expression starts and ends, in characters (``ast`` counts UTF-8 bytes)."""
+    end_line, end_offset = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+    if end_line is None or end_offset is None or not (0 < node.lineno <= end_line <= len(lines)):
+        return None
+    return (
+        (node.lineno, _characters(lines[node.lineno - 1], node.col_offset)),
+        (end_line, _characters(lines[end_line - 1], end_offset)),
+    )
+
+
+def _characters(line: str, byte_offset: int) -> int:
+    return len(line.encode("utf-8", "surrogatepass")[:byte_offset].decode("utf-8", "ignore"))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from ..engine.checker import check_module, might_define_function
+from ..fixes import computing_fixes
 from ..rules import PREVIEW_RULES, RULES
 from ..rules.base import Finding, Rule
 from .noqa import InlineNoqa, file_is_exempt
@@ -97,23 +98,31 @@ def _reason(error: Exception) -> str:
 
 def check_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Outcome:
     """The reports for one file's decoded lines (``path`` is the name shown and given to the engine)."""
+    findings, notice = lint_lines(lines, path, options)
+    return Outcome(path, tuple(to_report(path, finding) for finding in findings), notice=notice)
+
+
+def lint_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Tuple[List[Finding], Optional[str]]:
+    """The findings the user asked for (selected, not silenced), each with its fix if it has one; and a
+    notice when the file was skipped."""
     text = "".join(lines)
     if not might_define_function(text, options.function_bases):
-        return Outcome(path)  # most files: no tree needed
+        return [], None  # most files: no tree needed
     if file_is_exempt(lines):
-        return Outcome(path)
+        return [], None
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-        return Outcome(path, notice=f"skipped, not valid Python: {_syntax_reason(error)}")
-    findings = check_module(tree, lines, path, options.function_bases, options.rules)
+        return [], f"skipped, not valid Python: {_syntax_reason(error)}"
+    with computing_fixes():  # the command always says which findings it could fix
+        findings = check_module(tree, lines, path, options.function_bases, options.rules)
     noqa = InlineNoqa(lines)
-    reports = tuple(
-        _report(path, finding)
+    selected = [
+        finding
         for finding in findings
         if options.selects(finding.code) and not noqa.silences(finding.line, finding.code)
-    )
-    return Outcome(path, reports)
+    ]
+    return selected, None
 
 
 def _syntax_reason(error: Exception) -> str:
@@ -122,12 +131,11 @@ def _syntax_reason(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _report(path: str, finding: Finding) -> Report:
+def to_report(path: str, finding: Finding) -> Report:
     prefix = finding.code + " "
     text = finding.message[len(prefix):] if finding.message.startswith(prefix) else finding.message
     # A finding that carries a fix can be repaired by the command; the rules attach fixes themselves.
-    fixable = getattr(finding, "fix", None) is not None
-    return Report(path, finding.line, finding.column + 1, finding.code, text, fixable)
+    return Report(path, finding.line, finding.column + 1, finding.code, text, finding.fix is not None)
 
 
 def check_file(path: str, options: CheckOptions) -> Outcome:

@@ -32,6 +32,8 @@ class Settings:
     jobs: int
     stdin_filename: str
     config: Optional[Path]
+    fix: bool = False  # repair what can be repaired for certain, in place
+    diff: bool = False  # print those repairs as a patch instead; write nothing
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,6 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--stdin-filename", default="stdin", metavar="NAME", help="the name shown for standard input (-)"
     )
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="repair the findings that have a certain fix, in place; report the rest",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print those repairs as a unified diff (for patch -p1 or git apply) and write nothing",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
@@ -81,8 +93,11 @@ def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
         config = find_config(cwd)
     except ConfigError as error:
         raise UsageError(str(error)) from None
+    paths = tuple(arguments.paths) or (".",)
+    if arguments.fix and not arguments.diff and "-" in paths:
+        raise UsageError("--fix cannot rewrite standard input; use --diff to see the fixes as a patch")
     return Settings(
-        paths=tuple(arguments.paths) or (".",),
+        paths=paths,
         check=CheckOptions(
             select=_codes("select", arguments.select, config),
             ignore=_codes("ignore", arguments.ignore, config),
@@ -94,6 +109,8 @@ def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
         jobs=_jobs(arguments.jobs),
         stdin_filename=arguments.stdin_filename,
         config=config.path if config else None,
+        fix=arguments.fix,
+        diff=arguments.diff,
     )
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 from ..engine.analysis import Analysis
 from ..engine.model import CONTRACT_METHODS, ClassModel
+from ..fixes import Edit, Fix, locator
 from .base import Finding, Rule
 
 
@@ -52,3 +53,27 @@ class StaticMethodRule(Rule):
                 yield self.report(method, template=self.classmethod_message, method=method.qualname)
             else:
                 yield self.report(method, method=method.qualname)
+
+    def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
+        """Add ``@staticmethod`` above every other decorator.
+
+        Not over ``@classmethod``: which parameter then takes the ctx is for the author to say. Not over
+        ``@property`` either: that method is not meant as a contract method at all.
+        """
+        for name in CONTRACT_METHODS:
+            method = model.own_methods.get(name)
+            if method is None or method.node is None or method.position() != (finding.line, finding.column):
+                continue
+            if method.is_static or method.is_classmethod or "property" in method.decorators:
+                return None
+            where = locator(model.segment)
+            if where is None:
+                return None
+            # The outermost decorator, or the def itself; only whitespace may precede it on its line.
+            anchor = method.node.decorators[0] if method.node.decorators else method.node
+            indent = where.line_prefix(anchor)
+            span = where.span(anchor)
+            if indent is None or span is None:
+                return None
+            return Fix((Edit.insert(span[0], "@staticmethod\n" + indent),))
+        return None

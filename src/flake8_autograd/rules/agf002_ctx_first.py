@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, List, Optional
+
+import libcst as cst
+from libcst.metadata import Assignment
 
 from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, uses_first_as_ctx
+from ..engine.model import ClassModel, Method, Param, uses_first_as_ctx
+from ..fixes import Fix, NodeLocator, locator
 from .base import Finding, Rule
+
+CTX = "ctx"
+# Calls that read local variables by name: a rename would change what they see.
+_NAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir"})
 
 # vmap takes ``info`` first; forward takes ctx only in the combined style (checked below).
 _TAKES_CTX = ("forward", "setup_context", "backward", "vjp", "jvp")
@@ -70,3 +78,95 @@ class CtxFirstRule(Rule):
                 else:
                     template = self.message
                 yield self.report(method, first.node, template=template, method=method.qualname, first=first.name)
+
+    def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
+        """Rename the first parameter to ``ctx``, with every reference to it in the method.
+
+        Only a rename of a parameter already used as the ctx (or named like one): a method with no first
+        parameter, or one whose first parameter was meant as an input or a gradient, needs a parameter
+        added, which is for the author to do.
+        """
+        for name in _TAKES_CTX:
+            method = model.own_methods.get(name)
+            if method is None or method.node is None or method.signature is None:
+                continue
+            first = method.signature.first
+            if first is None or first.name == CTX or method.position(first.node) != (finding.line, finding.column):
+                continue
+            if not uses_first_as_ctx(method):
+                return None  # ``backward(grad, *rest)``: the author meant an input or gradient, not the ctx
+            if name == "forward" and model.setup_context_style:
+                return None
+            where = locator(model.segment)
+            return _rename_to_ctx(method, first, where) if where is not None else None
+        return None
+
+
+def _rename_to_ctx(method: Method, first: Param, where: NodeLocator) -> Optional[Fix]:
+    """Edits renaming ``first`` to ctx, when the method's scopes say that changes nothing else."""
+    assert method.node is not None
+    names = _names_in(method.node)
+    old = first.name
+    if any(node.value in (CTX, *_NAME_READERS) for node in names):
+        return None  # ctx already means something here (or a name is read dynamically)
+    if _declares(method.node, old):
+        return None  # ``global``/``nonlocal`` of the old name in a nested scope: bindings cross scopes
+    scope = where.scope_of(first.node)
+    if scope is None:
+        return None
+    assignments = list(scope.assignments[old])
+    if len(assignments) != 1 or not isinstance(assignments[0], Assignment) or assignments[0].node is not first.node:
+        return None  # the method binds the name again: which value a use sees depends on the path
+    targets: List[cst.CSTNode] = [first.node.name]
+    for access in assignments[0].references:
+        if not isinstance(access.node, cst.Name) or access.node.value != old:
+            return None  # a reference libcst finds elsewhere (a string annotation, say)
+        targets.append(access.node)
+    # Every use of the old name in the method must be one of the references the rename covers.
+    if sum(1 for node in names if node.value == old) != len(targets):
+        return None
+    edits = [where.replace(node, CTX) for node in targets]
+    if any(edit is None for edit in edits):
+        return None
+    return Fix(tuple(edit for edit in edits if edit is not None))
+
+
+class _NameCollector(cst.CSTVisitor):
+    """Every name in code, except attribute names (``x.ctx``) and keywords of calls (``f(ctx=...)``)."""
+
+    def __init__(self) -> None:
+        self.names: List[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
+def _names_in(function: cst.FunctionDef) -> List[cst.Name]:
+    collector = _NameCollector()
+    function.visit(collector)
+    return collector.names
+
+
+class _Declarations(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.declared: List[str] = []
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.declared.extend(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.declared.extend(item.name.value for item in node.names)
+
+
+def _declares(function: cst.FunctionDef, name: str) -> bool:
+    declarations = _Declarations()
+    function.visit(declarations)
+    return name in declarations.declared

@@ -7,9 +7,10 @@ from typing import Iterator, List, Optional
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, CtxStore
+from ..engine.model import ClassModel, CtxStore, Method
 from ..engine.tensors import Kind, TensorInference
 from ..engine.walk import is_larger_than
+from ..fixes import Fix, locator
 from .base import Finding, Rule
 
 HARMS = {
@@ -77,6 +78,46 @@ class TensorOnCtxRule(Rule):
                     harm=HARMS[origin],
                 )
 
+    def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
+        """``ctx.x = x`` becomes ``ctx.save_for_backward(x)``, and each ``ctx.x`` in backward
+        ``ctx.saved_tensors[0]``.
+
+        Only the simplest case, where that is the whole story: a forward input or the returned output,
+        stored once, unconditionally, by a forward that saves nothing else, returns once at its end and
+        never changes the tensor afterwards; read only by backward, only as ``ctx.x``; in a class no
+        other class extends and no unseen base completes.
+        """
+        forward = model.own_methods.get("forward")
+        backward = model.own_methods.get("backward")
+        if forward is None or backward is None or not _plain_pair(model, forward, backward, analysis):
+            return None
+        assert forward.node is not None and backward.node is not None
+        at = (finding.line, finding.column)
+        store = next((store for store in forward.facts.ctx_stores if forward.position(store.node) == at), None)
+        if store is None or not isinstance(store.node, cst.Attribute) or not isinstance(store.value, cst.Name):
+            return None
+        attribute, name = store.attribute, store.value.value
+        assignment = _top_level_assignment(forward.node, store.node)
+        if assignment is None or not _stored_safely(forward, attribute, name):
+            return None
+        reads = backward.facts.ctx_reads.get(attribute, [])
+        ctx_of_backward = backward.ctx_name
+        if not reads or ctx_of_backward is None:
+            return None
+        if _attribute_uses(backward.node, ctx_of_backward, attribute) != len(reads):
+            return None  # a read in a nested scope, a store, ``del``: more than ``ctx.x`` reads
+        if any(_mentions(method.node, attribute) for method in model.own_methods.values()
+               if method not in (forward, backward) and method.node is not None):
+            return None
+        where = locator(model.segment)
+        if where is None:
+            return None
+        edits = [where.replace(assignment, f"{forward.ctx_name}.save_for_backward({name})")]
+        edits += [where.replace(read, f"{ctx_of_backward}.saved_tensors[0]") for read in reads]
+        if any(edit is None for edit in edits):
+            return None
+        return Fix(tuple(edit for edit in edits if edit is not None))
+
     @staticmethod
     def _describe(store: CtxStore, inference: TensorInference) -> Optional["tuple[str, str]"]:
         """(how to name the value, which harm applies) when the stored value holds a tensor."""
@@ -126,3 +167,93 @@ def _is_returned(store: CtxStore, inference: TensorInference, tensors: List[cst.
         if any(isinstance(candidate, cst.Name) and candidate.value in names for candidate in candidates):
             return True
     return False
+
+
+def _plain_pair(model: ClassModel, forward: Method, backward: Method, analysis: Analysis) -> bool:
+    """The combined style, both methods here and static, and nothing that could read the ctx unseen."""
+    if model.setup_context_style or model.has_unknown_base or len(model.mro) != 1:
+        return False
+    if analysis.discovery.has_local_subclass(model.site):
+        return False
+    if forward.node is None or backward.node is None or not (forward.is_static and backward.is_static):
+        return False
+    if forward.ctx_name is None or forward.facts.ctx_escapes or backward.facts.ctx_escapes:
+        return False
+    if forward.facts.ctx_calls or forward.facts.yields:
+        return False  # it saves (or marks) something already: the saved tuple has a layout to keep
+    saved = {"saved_tensors", "saved_variables"}
+    return not saved.intersection(backward.facts.ctx_reads) and not backward.facts.ctx_stores
+
+
+def _top_level_assignment(function: cst.FunctionDef, target: cst.Attribute) -> Optional[cst.Assign]:
+    """``ctx.x = x`` alone on a line of the body itself (run on every call, before the only return)."""
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    statements = list(body.body)
+    last = statements[-1] if statements else None
+    if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)):
+        return None
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            small = statement.body[0]
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and small.targets[0].target is target:
+                return small
+    return None
+
+
+def _stored_safely(forward: Method, attribute: str, name: str) -> bool:
+    """Stored once, never read back in forward; the value an input or the output, never changed after."""
+    facts = forward.facts
+    if sum(1 for store in facts.ctx_stores if store.attribute == attribute) != 1:
+        return False
+    if len(facts.ctx_reads.get(attribute, [])) != 1:  # the store's own target is the only use
+        return False
+    if len(facts.returns) != 1 or any(change.name == name for change in facts.in_place):
+        return False
+    is_input = forward.signature is not None and name in [param.name for param in forward.signature.positional[1:]]
+    if is_input:
+        return name not in facts.bindings
+    returned = facts.returns[0].value
+    values = [element.value for element in returned.elements] if isinstance(returned, cst.Tuple) else [returned]
+    is_output = any(isinstance(value, cst.Name) and value.value == name for value in values)
+    return is_output and len(facts.bindings.get(name, [])) == 1
+
+
+class _AttributeUses(cst.CSTVisitor):
+    """``owner.attribute`` counted; any ``.attribute``, or a string naming it (``getattr(ctx, "x")``), noticed."""
+
+    def __init__(self, owner: Optional[str], attribute: str) -> None:
+        self.owner, self.attribute = owner, attribute
+        self.count = 0
+        self.mentioned = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == self.attribute:
+            self.mentioned = True
+            if isinstance(node.value, cst.Name) and node.value.value == self.owner:
+                self.count += 1
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if node.evaluated_value == self.attribute:
+            self.mentioned = True
+
+
+def _attribute_uses(function: cst.FunctionDef, owner: str, attribute: str) -> int:
+    """How many ``owner.attribute`` the function holds, nested scopes included (-1: named in a string too)."""
+    uses = _AttributeUses(owner, attribute)
+    function.visit(uses)
+    return -1 if _string_mentions(function, attribute) else uses.count
+
+
+def _string_mentions(function: cst.FunctionDef, attribute: str) -> bool:
+    strings = _AttributeUses(None, attribute)
+    strings.visit_Attribute = lambda node: None  # type: ignore[method-assign]  # strings only
+    function.visit(strings)
+    return strings.mentioned
+
+
+def _mentions(function: cst.FunctionDef, attribute: str) -> bool:
+    uses = _AttributeUses(None, attribute)
+    function.visit(uses)
+    return uses.mentioned

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+import libcst as cst
+
 from ..engine.analysis import Analysis
 from ..engine.counting import CountedReturn, slot_is_none
 from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs
+from ..engine.tensors import Kind, annotation_kind
+from ..fixes import Edit, Fix, bare_code, locator
 from .base import Finding, Rule
 
 
@@ -118,3 +122,66 @@ class GradientCountRule(Rule):
         if count > inputs.total and not all(slot_is_none(extra) for extra in slots[inputs.total:]):
             return self.report(method, node, template=self.surplus_message, **fields)
         return None
+
+    def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
+        """Append a ``None`` per missing gradient, when every input left without one is not a tensor.
+
+        Only a tuple display (``return a, b``) or one value that is a tensor or ``None``: appending to a
+        name that holds a tuple would nest it instead.
+        """
+        inputs = forward_inputs(model)
+        forward = model.method("forward")
+        if inputs is None or forward is None or forward.node is None:
+            return None
+        for name in ("backward", "vjp"):
+            method = model.own_methods.get(name)
+            if method is None or method.node is None:
+                continue
+            for counted in analysis.returns(method):
+                if counted.falls_off or not isinstance(counted.node, cst.Return):
+                    continue
+                if method.position(counted.node) == (finding.line, finding.column):
+                    return _append_nones(model, method, forward, counted.node, counted, inputs, analysis)
+        return None
+
+
+def _append_nones(
+    model: ClassModel,
+    method: Method,
+    forward: Method,
+    ret: cst.Return,
+    counted: CountedReturn,
+    inputs: ForwardInputs,
+    analysis: Analysis,
+) -> Optional[Fix]:
+    if counted.slots is None or ret.value is None:
+        return None
+    count = len(counted.slots)
+    missing = range(count, inputs.total)
+    if not missing or not all(_surely_not_tensor(model, forward, index, inputs, analysis) for index in missing):
+        return None
+    value = ret.value
+    if isinstance(value, cst.Tuple):
+        if len(value.elements) != count or any(isinstance(element, cst.StarredElement) for element in value.elements):
+            return None
+        last = value.elements[-1].value
+    elif analysis.inference(method).kind(value) in (Kind.TENSOR, Kind.NONE) and count == 1:
+        last = value
+    else:
+        return None
+    where = locator(model.segment)
+    span = where.span(last) if where is not None else None
+    if where is None or span is None or where.text(*span) != bare_code(last):
+        return None
+    return Fix((Edit.insert(span[1], ", None" * len(missing)),))
+
+
+def _surely_not_tensor(
+    model: ClassModel, forward: Method, index: int, inputs: ForwardInputs, analysis: Analysis
+) -> bool:
+    """Input ``index`` is declared a non-tensor, or has a literal default no call overrides (AGF105's test)."""
+    param = inputs.params[index]
+    if analysis.inference(forward).input_kind(param) is not Kind.NOT_TENSOR:
+        return False
+    declared = annotation_kind(param.annotation, analysis.imports) is Kind.NOT_TENSOR
+    return declared or analysis.only_literals_passed(model.name, index)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+import ast
+from typing import Iterator, Optional
 
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel
+from ..fixes import Edit, Fix, ast_span, text_between
 from .base import Finding, Rule
 
 
@@ -45,3 +47,34 @@ class DirectUseRule(Rule):
         for use in analysis.direct_uses(model.name):
             text = self.message.format(cls=model.name, what=self._WHAT[use.what])
             yield Finding(use.line, use.column, self.code, f"{self.code} {text}")
+
+    def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
+        """``Cls()(args)`` becomes ``Cls.apply(args)``.
+
+        Only an instance called at once, of a class whose forward is a staticmethod (so ``apply`` passes
+        the ctx first); a direct ``Cls.forward(...)`` call skips autograd, and what it meant is unknown.
+        """
+        forward = model.method("forward")
+        if forward is None or forward.node is None or not forward.is_static:
+            return None
+        lines = model.segment.lines
+        for node in ast.walk(analysis.tree):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Call):
+                continue
+            created = node.func
+            if not (
+                isinstance(created.func, ast.Name)
+                and created.func.id == model.name
+                and not created.args
+                and not created.keywords
+                and created.lineno == finding.line
+                and created.col_offset == finding.column
+            ):
+                continue
+            span = ast_span(created, lines)
+            written = text_between(lines, *span) if span is not None else None
+            # Only blanks may sit between the brackets (a comment there would be lost).
+            if span is None or written is None or "".join(written.split()) != f"{model.name}()":
+                return None
+            return Fix((Edit(span[0], span[1], f"{model.name}.apply"),))
+        return None

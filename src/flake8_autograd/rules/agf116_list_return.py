@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 import libcst as cst
 
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel
+from ..fixes import Edit, Fix, bare_code, locator
 from .base import Finding, Rule
 
 
@@ -54,3 +55,27 @@ class ListReturnRule(Rule):
             for ret in method.facts.returns:
                 if isinstance(ret.value, cst.List):
                     yield self.report(method, ret, method=method.qualname)
+
+    def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
+        """``[a, b]`` becomes ``(a, b)``; a single element gets the comma that makes it a tuple."""
+        for name in ("backward", "vjp"):
+            method = model.own_methods.get(name)
+            if method is None or method.node is None:
+                continue
+            for ret in method.facts.returns:
+                if not isinstance(ret.value, cst.List) or method.position(ret) != (finding.line, finding.column):
+                    continue
+                where = locator(model.segment)
+                span = where.span(ret.value) if where is not None else None
+                if where is None or span is None or where.text(*span) != bare_code(ret.value):
+                    return None
+                (first_line, first_column), (last_line, last_column) = span
+                elements = ret.value.elements
+                needs_comma = len(elements) == 1 and not isinstance(elements[0].comma, cst.Comma)
+                return Fix(
+                    (
+                        Edit((first_line, first_column), (first_line, first_column + 1), "("),
+                        Edit((last_line, last_column - 1), (last_line, last_column), ",)" if needs_comma else ")"),
+                    )
+                )
+        return None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Sequence
+import functools
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional, Sequence
 
 import libcst as cst
+
+from ..fixes import Fix, fixes_wanted
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.analysis import Analysis
@@ -20,6 +23,8 @@ class Finding:
     column: int  # 0-based, as flake8 expects from plugins
     code: str
     message: str  # starts with the code
+    # The edits that repair this finding, when the rule is certain of them (only while fixes are wanted).
+    fix: Optional[Fix] = field(default=None, compare=False, repr=False)
 
     @property
     def sort_key(self) -> "tuple[int, int, str]":
@@ -42,6 +47,19 @@ class Rule:
     def check(self, model: "ClassModel", analysis: "Analysis") -> Iterator[Finding]:
         raise NotImplementedError
 
+    def fix(self, finding: Finding, model: "ClassModel", analysis: "Analysis") -> Optional[Fix]:
+        """The edits that repair ``finding``, one of this rule's on ``model``; None unless they are certain.
+
+        A rule that can repair what it reports overrides this beside its check; the check itself is
+        left as it is (the findings it yields get their fix attached on the way out).
+        """
+        return None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "fix" in cls.__dict__ and "check" in cls.__dict__:
+            setattr(cls, "check", _attaching_fixes(cls.__dict__["check"]))
+
     def report(
         self, where: "Method", node: Optional[cst.CSTNode] = None, template: Optional[str] = None, **fields: Any
     ) -> Finding:
@@ -60,3 +78,31 @@ class Rule:
         else:
             line, column = model.segment.position(node)
         return Finding(line, column, self.code, f"{self.code} {text}")
+
+
+CheckMethod = Callable[[Rule, "ClassModel", "Analysis"], Iterator[Finding]]
+
+
+def _attaching_fixes(check: CheckMethod) -> CheckMethod:
+    """``check`` with the rule's fix attached to each finding, when the command asks for fixes."""
+
+    @functools.wraps(check)
+    def check_and_fix(rule: Rule, model: "ClassModel", analysis: "Analysis") -> Iterator[Finding]:
+        for finding in check(rule, model, analysis):
+            if fixes_wanted() and finding.fix is None:
+                fix = _try_fix(rule, finding, model, analysis)
+                if fix is not None:
+                    finding = replace(finding, fix=fix)
+            yield finding
+
+    return check_and_fix
+
+
+def _try_fix(rule: Rule, finding: Finding, model: "ClassModel", analysis: "Analysis") -> Optional[Fix]:
+    try:
+        fix = rule.fix(finding, model, analysis)
+    except Exception:  # noqa: BLE001 - a fix that cannot be computed is no fix; the finding still stands
+        return None
+    if fix is None or not fix.edits:
+        return None
+    return fix

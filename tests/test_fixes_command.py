@@ -1,0 +1,253 @@
+"""``flake8-autograd --fix`` and ``--diff`` as users run them: the installed executable, in a subprocess."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+import pytest
+
+from conftest import FIXTURES, fixture_paths, source_lines
+from flake8_autograd import cli
+from flake8_autograd.engine.checker import check_module
+from flake8_autograd.fixes import computing_fixes
+from flake8_autograd.rules import PREVIEW_RULES, RULES
+from test_command import COMMAND, run
+
+PATCH = shutil.which("patch")
+GIT = shutil.which("git")
+
+# AGF001 on forward, AGF002 on backward; AGF004 that no fix can repair (y may be a tensor).
+BROKEN = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Mul(torch.autograd.Function):
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * y
+
+        @staticmethod
+        def backward(self, grad):
+            x, y = self.saved_tensors
+            return grad * y
+    """
+)
+BROKEN_FIXED = BROKEN.replace("    def forward", "    @staticmethod\n    def forward").replace("self", "ctx")
+
+
+LATIN_HEADER = "# -*- coding: latin-1 -*-\n# caf\u00e9 \u00e0 l'\u00e9t\u00e9\n"
+
+
+def copy_fixtures(folder: Path) -> Path:
+    target = folder / "fixtures"
+    shutil.copytree(FIXTURES, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def tree_bytes(folder: Path) -> Dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*.py"))}
+
+
+def test_fix_writes_reports_what_remains_and_counts_on_stderr(tmp_path: Path) -> None:
+    (tmp_path / "mul.py").write_text(BROKEN, encoding="utf-8")
+    result = run("--fix", "mul.py", cwd=tmp_path)
+    assert (tmp_path / "mul.py").read_text(encoding="utf-8") == BROKEN_FIXED
+    assert result.returncode == 1  # the AGF004 remains
+    assert [line.split()[1] for line in result.stdout.splitlines()] == ["AGF004"]
+    assert "fixed 2 of 3 findings in 1 file" in result.stderr
+    again = run("--fix", "mul.py", cwd=tmp_path)
+    assert "fixed 0 of 1 finding in 0 files" in again.stderr
+    assert (tmp_path / "mul.py").read_text(encoding="utf-8") == BROKEN_FIXED
+
+
+def test_fix_exits_0_once_everything_is_fixed(tmp_path: Path) -> None:
+    source = textwrap.dedent(
+        """\
+        import torch
+
+
+        class Double(torch.autograd.Function):
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(self, grad):
+                return grad * 2
+        """
+    )
+    (tmp_path / "mul.py").write_text(source, encoding="utf-8")
+    result = run("--fix", "mul.py", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert "fixed 2 of 2 findings in 1 file" in result.stderr
+
+
+def test_diff_writes_nothing_and_prints_a_patch(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mul.py").write_text(BROKEN, encoding="utf-8")
+    result = run("--diff", ".", cwd=tmp_path)
+    assert (tmp_path / "pkg" / "mul.py").read_text(encoding="utf-8") == BROKEN
+    assert result.returncode == 1
+    assert result.stdout.startswith("--- a/pkg/mul.py\n+++ b/pkg/mul.py\n@@ ")
+    assert "+    @staticmethod\n" in result.stdout and "-    def backward(self, grad):\n" in result.stdout
+    assert "would fix 2 of 3 findings in 1 file" in result.stderr
+
+
+def test_fix_refuses_standard_input_but_diff_reads_it(tmp_path: Path) -> None:
+    refused = run("--fix", "-", cwd=tmp_path, stdin=BROKEN.encode())
+    assert refused.returncode == 2 and "--diff" in refused.stderr
+    shown = run("--diff", "-", "--stdin-filename", "ops/mul.py", cwd=tmp_path, stdin=BROKEN.encode())
+    assert shown.returncode == 1 and shown.stdout.startswith("--- a/ops/mul.py\n+++ b/ops/mul.py\n")
+
+
+def engine_fixable(path: Path) -> Set[Tuple[int, str]]:
+    lines = source_lines(path.read_text(encoding="utf-8"))
+    with computing_fixes():
+        findings = check_module(ast.parse("".join(lines)), lines, str(path), (), RULES + PREVIEW_RULES)
+    return {(finding.line, finding.code) for finding in findings if finding.fix is not None}
+
+
+def test_json_fixable_is_true_exactly_for_findings_with_a_fix(tmp_path: Path) -> None:
+    folder = copy_fixtures(tmp_path)
+    result = run("--preview", "--format", "json", ".", cwd=tmp_path)
+    items = json.loads(result.stdout)
+    assert any(item["fixable"] for item in items) and not all(item["fixable"] for item in items)
+    for path in fixture_paths():
+        shown = {
+            (item["line"], item["code"]) for item in items if item["fixable"] and Path(item["path"]).name == path.name
+        }
+        assert shown == engine_fixable(folder / path.name), path.name
+
+
+def test_fixed_fixtures_parse_lose_their_fixed_findings_and_are_stable(tmp_path: Path) -> None:
+    folder = copy_fixtures(tmp_path)
+    before = {path.name: run("--preview", "--format", "json", str(path), cwd=tmp_path) for path in folder.iterdir()}
+    result = run("--preview", "--fix", "-j", "2", ".", cwd=tmp_path)
+    assert result.returncode == 1 and "fixed " in result.stderr
+    remaining = run("--preview", "--format", "json", ".", cwd=tmp_path)
+    assert not [item for item in json.loads(remaining.stdout) if item["fixable"]]
+    for path in sorted(folder.iterdir()):
+        ast.parse(path.read_bytes())
+        original = json.loads(before[path.name].stdout)
+        after = [item for item in json.loads(remaining.stdout) if Path(item["path"]).name == path.name]
+        for code in {item["code"] for item in original}:
+            had = [item for item in original if item["code"] == code]
+            fixed = [item for item in had if item["fixable"]]
+            still = [item for item in after if item["code"] == code]
+            assert len(still) <= len(had) - len(fixed), (path.name, code)
+    snapshot = tree_bytes(folder)
+    again = run("--preview", "--fix", ".", cwd=tmp_path)
+    assert tree_bytes(folder) == snapshot and "fixed 0 of" in again.stderr
+
+
+def test_encoding_bom_newlines_and_mode_are_kept(tmp_path: Path) -> None:
+    files: Dict[str, bytes] = {
+        "crlf.py": BROKEN.replace("\n", "\r\n").encode("utf-8"),
+        "no_final_newline.py": BROKEN.rstrip("\n").encode("utf-8"),
+        "bom.py": b"\xef\xbb\xbf" + ("# caf\u00e9\n" + BROKEN).encode("utf-8"),
+        "latin.py": (LATIN_HEADER + BROKEN).encode("latin-1"),
+        "mixed.py": BROKEN.replace("\n", "\r\n", 3).encode("utf-8"),
+    }
+    expected: Dict[str, bytes] = {
+        "crlf.py": BROKEN_FIXED.replace("\n", "\r\n").encode("utf-8"),
+        "no_final_newline.py": BROKEN_FIXED.rstrip("\n").encode("utf-8"),
+        "bom.py": b"\xef\xbb\xbf" + ("# caf\u00e9\n" + BROKEN_FIXED).encode("utf-8"),
+        "latin.py": (LATIN_HEADER + BROKEN_FIXED).encode("latin-1"),
+        # The new decorator line takes the line ending of the file's first line.
+        "mixed.py": BROKEN_FIXED.replace("\n", "\r\n", 3)
+        .replace("@staticmethod\n    def forward", "@staticmethod\r\n    def forward")
+        .encode(),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    os.chmod(tmp_path / "crlf.py", 0o750)
+    os.chmod(tmp_path / "latin.py", 0o604)
+    result = run("--fix", ".", cwd=tmp_path)
+    assert "fixed 10 of 15 findings in 5 files" in result.stderr, result.stderr
+    for name, data in expected.items():
+        assert (tmp_path / name).read_bytes() == data, name
+    assert stat.S_IMODE(os.stat(tmp_path / "crlf.py").st_mode) == 0o750
+    assert stat.S_IMODE(os.stat(tmp_path / "latin.py").st_mode) == 0o604
+
+
+def test_files_are_replaced_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mul.py").write_text(BROKEN, encoding="utf-8")
+    replaced: List[Tuple[str, str]] = []
+    real_replace = os.replace
+
+    def recording_replace(source: str, target: str) -> None:
+        replaced.append((str(source), str(target)))
+        assert Path(source).read_text(encoding="utf-8") == BROKEN_FIXED  # complete before it is put in place
+        assert (tmp_path / "mul.py").read_text(encoding="utf-8") == BROKEN
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", recording_replace)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--fix", "mul.py"]) == 1
+    assert len(replaced) == 1
+    temporary, target = replaced[0]
+    assert Path(temporary).parent == Path(target).parent == tmp_path.resolve()
+    assert Path(target).name == "mul.py"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mul.py"]  # no temporary file left
+
+
+def test_a_symbolic_link_is_followed_not_replaced(tmp_path: Path) -> None:
+    (tmp_path / "real.py").write_text(BROKEN, encoding="utf-8")
+    try:
+        (tmp_path / "link.py").symlink_to("real.py")
+    except OSError:
+        pytest.skip("symbolic links are not available here")
+    run("--fix", "link.py", cwd=tmp_path)
+    assert (tmp_path / "link.py").is_symlink()
+    assert (tmp_path / "real.py").read_text(encoding="utf-8") == BROKEN_FIXED
+
+
+def _encoded_variants(folder: Path) -> None:
+    """Besides the fixtures: the same fixes in a CRLF, a BOM and a latin-1 file."""
+    (folder / "crlf.py").write_bytes(BROKEN.replace("\n", "\r\n").encode())
+    (folder / "bom.py").write_bytes(b"\xef\xbb\xbf" + BROKEN.encode())
+    (folder / "latin.py").write_bytes(("# -*- coding: latin-1 -*-\n# \u00e9\n" + BROKEN).encode("latin-1"))
+    (folder / "end.py").write_bytes(BROKEN.rstrip("\n").encode())
+
+
+@pytest.mark.parametrize("tool", ["patch", "git"])
+def test_diff_applied_gives_the_bytes_fix_writes(tmp_path: Path, tool: str) -> None:
+    if (PATCH if tool == "patch" else GIT) is None:
+        pytest.skip(f"{tool} is not installed")
+    patched, fixed = tmp_path / "patched", tmp_path / "fixed"
+    for folder in (patched, fixed):
+        folder.mkdir()
+        copy_fixtures(folder)
+        _encoded_variants(folder)
+    diff = subprocess.run(
+        [COMMAND, "--preview", "--diff", "."], cwd=patched, capture_output=True, timeout=300
+    )
+    assert diff.returncode == 1 and diff.stdout
+    untouched = tree_bytes(patched)
+    assert untouched == tree_bytes(fixed)  # --diff wrote nothing
+    run("--preview", "--fix", ".", cwd=fixed)
+    if tool == "patch":
+        assert PATCH is not None
+        command = [PATCH, "-p1", "--quiet"]
+    else:
+        assert GIT is not None
+        command = [GIT, "apply", "-p1", "-"]
+    applied = subprocess.run(command, cwd=patched, input=diff.stdout, capture_output=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr.decode(errors="replace")
+    assert tree_bytes(patched) == tree_bytes(fixed)
+    assert tree_bytes(patched) != untouched
+
+
+def test_python_dash_m_fixes_too(tmp_path: Path) -> None:
+    (tmp_path / "mul.py").write_text(BROKEN, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "flake8_autograd", "--fix", "mul.py"], cwd=tmp_path, timeout=300)
+    assert (tmp_path / "mul.py").read_text(encoding="utf-8") == BROKEN_FIXED

@@ -40,11 +40,13 @@ class Analysis:
         self.imports: ImportTable = discovery.imports
         self._apply_calls: Optional[Dict[str, List[ApplyCall]]] = None
         self._direct_uses: Dict[str, List[DirectUse]] = {}
-        self._inference: Dict[Tuple[int, str], TensorInference] = {}
-        self._returns: Dict[int, List[CountedReturn]] = {}
+        # Per-method caches, keyed by the method itself (so that a key is never a reused id) and
+        # emptied class by class (forget), so that a checked class's libcst tree can be freed.
+        self._inference: Dict[Tuple[Method, str], TensorInference] = {}
+        self._returns: Dict[Method, List[CountedReturn]] = {}
 
     def inference(self, method: Method, role: Optional[str] = None) -> TensorInference:
-        key = (id(method), role or method.name)
+        key = (method, role or method.name)
         found = self._inference.get(key)
         if found is None:
             found = TensorInference(method, method.owner, self.imports, role or method.name)
@@ -52,11 +54,16 @@ class Analysis:
         return found
 
     def returns(self, method: Method) -> List[CountedReturn]:
-        found = self._returns.get(id(method))
+        found = self._returns.get(method)
         if found is None:
             found = counted_returns(method, self.inference(method))
-            self._returns[id(method)] = found
+            self._returns[method] = found
         return found
+
+    def forget(self, model: ClassModel) -> None:
+        """Drop what is cached for the methods of ``model``, a class no other class will look at again."""
+        self._inference = {key: value for key, value in self._inference.items() if key[0].owner is not model}
+        self._returns = {method: value for method, value in self._returns.items() if method.owner is not model}
 
     def apply_calls(self, class_name: str) -> List[ApplyCall]:
         if self._apply_calls is None:

@@ -281,7 +281,7 @@ class Method:
         target = node if node is not None else (self.node if self.node is not None else self.statement)
         if target is None:
             target = self.owner.node
-        return self.owner.segment.position(target)
+        return self.owner.segment.position(target, self.node)  # placed by regenerating this method alone
 
 
 class ClassModel:

@@ -4,7 +4,10 @@ Only the lines of a Function class are parsed, not the whole file: on ordinary m
 small fraction of the text. A class nested in a function or another class is indented; it is parsed
 under a one-line ``if 1:`` header, which keeps its own indentation and columns unchanged.
 Positions are computed lazily, only for classes that have something to report, because libcst's
-position pass costs more than the parse itself.
+position pass costs more than the parse itself. Most findings sit in a method: such a node is placed
+by regenerating that method alone, from its ``def`` (whose position flake8's ``ast`` gives), and the
+generation stops as soon as the node is placed. Only nodes outside any method pay for the pass over
+the whole class.
 
 Deeply nested code needs care. libcst's native parser overflows the C stack (a segfault that takes
 the whole flake8 run down) a few thousand levels deep, and its parse time grows faster than the
@@ -16,10 +19,12 @@ from flake8's ``ast`` tree instead, statement by statement.
 from __future__ import annotations
 
 import ast
+from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from .walk import children
 
@@ -52,15 +57,87 @@ class Segment:
         self.lines = lines
         self._line_offset = first_line - 1 - header_lines
         self._positions: Optional[Dict[cst.CSTNode, Position]] = None
+        self._defs: Optional[Dict[cst.CSTNode, Position]] = None
+        self._placed: Dict[cst.CSTNode, Position] = {}
 
-    def position(self, node: cst.CSTNode) -> Position:
-        """(1-based line, 0-based column) of ``node`` in the file."""
+    def position(self, node: cst.CSTNode, method: Optional[cst.FunctionDef] = None) -> Position:
+        """(1-based line, 0-based column) of ``node`` in the file.
+
+        ``method``, a ``def`` of this class's body said to hold ``node``, lets the node be placed by
+        regenerating that method alone; the answer is the same as the whole-class pass gives.
+        """
+        if self._positions is None and method is not None:
+            found = self._place_in_method(node, method)
+            if found is not None:
+                return found
         if self._positions is None:
             self._positions = self._resolve()
         found = self._positions.get(node)
         if found is None:
             return self._line_offset + 1, 0
         return found
+
+    def _place_in_method(self, node: cst.CSTNode, method: cst.FunctionDef) -> Optional[Position]:
+        """``node``'s position from a pass over ``method`` alone; None when that pass cannot tell."""
+        anchor = self._def_positions().get(method)
+        if anchor is None:
+            return None  # not a def of this class's own body
+        found = self._placed.get(node)
+        if found is not None:
+            return found
+        state = _PlacingState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            provider=PositionProvider(),
+            indent_tokens=self._body_indent(),
+        )
+        state.target, state.method, state.ranges = node, method, {}
+        try:
+            method._codegen(state)
+        except _Placed:
+            pass
+        except Exception:  # noqa: BLE001 - RecursionError some hundred levels deep: the whole-class pass decides
+            return None
+        target, start = state.target_start, state.def_start
+        if target is None or start is None:
+            return None  # not in this method
+        if start.column != anchor[1]:
+            # libcst does not give back the text it parsed (a form feed in an indentation can move to
+            # the next line): its positions, which the findings have always used, come from its pass.
+            return None
+        found = (anchor[0] - start.line + target.line, target.column)
+        self._placed[node] = found
+        return found
+
+    def _def_positions(self) -> Dict[cst.CSTNode, Position]:
+        """Each ``def`` of the class body at the position flake8's ``ast`` gives its keyword.
+
+        libcst places a def at that keyword (``def``, or ``async``) too: this anchors a pass that
+        starts at the method, wherever the method is in the class.
+        """
+        if self._defs is None:
+            self._defs = {}
+            body = self.class_node.body
+            statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+            defs = [item for item in statements if isinstance(item, cst.FunctionDef)]
+            kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+            ast_defs = [item for item in self.class_ast.body if isinstance(item, kinds)]
+            if len(defs) == len(ast_defs):  # always, for the same text; else no method is placed on its own
+                for node, ast_def in zip(defs, ast_defs):
+                    self._defs[node] = self._ast_position(ast_def)
+        return self._defs
+
+    def _body_indent(self) -> List[str]:
+        """The indentation libcst's code generation has pushed when it reaches a statement of the class body."""
+        indents: List[str] = []
+        blocks: List[cst.BaseSuite] = [self.class_node.body]
+        wrapper = self.module.body[0] if self.module.body else None
+        if wrapper is not self.class_node and isinstance(wrapper, cst.If):
+            blocks.insert(0, wrapper.body)  # the ``if 1:`` header of an indented class
+        for block in blocks:
+            if isinstance(block, cst.IndentedBlock):
+                indents.append(self.module.default_indent if block.indent is None else block.indent)
+        return indents
 
     def _resolve(self) -> Dict[cst.CSTNode, Position]:
         try:
@@ -102,6 +179,61 @@ class Segment:
         offset: int = getattr(node, "col_offset", 0)  # in UTF-8 bytes; libcst counts characters
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return line, len(text.encode("utf-8", "surrogatepass")[:offset].decode("utf-8", "ignore"))
+
+
+class _Placed(Exception):
+    """Raised out of code generation once the node asked for is placed: the rest is not generated."""
+
+
+class _PlacingState(PositionProvidingCodegenState):
+    """libcst's position-recording code generation, run over one method, that stops once it knows
+    where ``target`` starts and where the method's own ``def`` starts (its anchor in the file).
+
+    A node's start is libcst's: where its syntactic position opens (an ``IndentedBlock``'s is its first
+    statement's), else where its generation begins. Ranges are recorded only for nodes fully
+    generated, since enclosing nodes read them (``start_node``, ``end_node``) when they close.
+    """
+
+    # Plain class attributes, not dataclass fields: set on each instance after it is made.
+    target: Optional[cst.CSTNode] = None
+    method: Optional[cst.CSTNode] = None
+    target_start: Optional[CodePosition] = None
+    def_start: Optional[CodePosition] = None
+    ranges: Dict[cst.CSTNode, CodeRange]  # what libcst keeps in its provider; only these two methods use it
+
+    def _starts(self, node: cst.CSTNode, start: CodePosition) -> None:
+        if node is self.method:
+            self.def_start = start
+        if node is self.target:
+            self.target_start = start
+        if self.target_start is not None and self.def_start is not None:
+            raise _Placed
+
+    @contextmanager
+    def record_syntactic_position(
+        self,
+        node: cst.CSTNode,
+        *,
+        start_node: Optional[cst.CSTNode] = None,
+        end_node: Optional[cst.CSTNode] = None,
+    ) -> Iterator[None]:
+        computed = self.ranges
+        if start_node is None:
+            self._starts(node, CodePosition(self.line, self.column))
+        elif node is self.target:
+            self.target = start_node  # the block starts where its first statement does
+        start = CodePosition(self.line, self.column)
+        yield  # no ``finally``: once placed, nothing more is recorded (an enclosing range may lack its end)
+        start = computed[start_node].start if start_node is not None else start
+        end = computed[end_node].end if end_node is not None else CodePosition(self.line, self.column)
+        computed[node] = CodeRange(start, end)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._stack.pop()
+        computed = self.ranges
+        if node not in computed:  # no syntactic position recorded: the node starts where it began
+            computed[node] = CodeRange(start, CodePosition(self.line, self.column))
+            self._starts(node, start)
 
 
 # Compound statements of libcst and the ast statements they correspond to.

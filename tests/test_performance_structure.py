@@ -1,0 +1,375 @@
+"""Structural guarantees the performance work relies on (no timings here: see benchmarks/bench.py).
+
+- Loading the flake8 plugin imports neither libcst nor the engine: a run meeting no file that could
+  hold a Function class never pays for them.
+- A node placed by regenerating only its method is where libcst's pass over the whole class puts it.
+- A class is dropped once checked, unless another class of the module builds on it, and the
+  cyclic garbage collector is left as the host had it.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Iterator, List, Optional, Set, Tuple
+
+import libcst as cst
+import pytest
+
+from conftest import fixture_paths, lint, source_lines
+from flake8_autograd import plugin
+from flake8_autograd.engine import checker
+from flake8_autograd.engine.analysis import Analysis
+from flake8_autograd.engine.checker import _ModelBuilder
+from flake8_autograd.engine.discovery import ClassSite, Discovery
+from flake8_autograd.engine.model import ClassModel
+from flake8_autograd.engine.source import Segment, parse_class
+from flake8_autograd.engine.walk import walk
+
+
+# -- start-up: the plugin module is light ---------------------------------------------------------
+def _modules_after(code: str) -> Set[str]:
+    """The modules loaded by a fresh interpreter after running ``code``."""
+    probe = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(json.loads(result.stdout.splitlines()[-1]))
+
+
+RUN_ON = """\
+import argparse, ast
+from flake8_autograd.plugin import AutogradChecker
+AutogradChecker.parse_options(argparse.Namespace(autograd_preview=True, autograd_function_bases=[]))
+source = {source!r}
+list(AutogradChecker(ast.parse(source), source.splitlines(keepends=True), "x.py").run())
+"""
+
+
+def test_loading_the_plugin_imports_neither_libcst_nor_the_engine() -> None:
+    loaded = _modules_after("import flake8_autograd.plugin")
+    assert "libcst" not in loaded
+    assert not {name for name in loaded if name.startswith(("flake8_autograd.engine", "flake8_autograd.rules"))}
+
+
+def test_a_file_without_function_classes_is_checked_without_importing_libcst() -> None:
+    loaded = _modules_after(RUN_ON.format(source="import torch\n\nclass Net(torch.nn.Module):\n    pass\n"))
+    assert "libcst" not in loaded and "flake8_autograd.engine.checker" not in loaded
+
+
+def test_a_file_that_may_hold_a_function_class_loads_the_engine() -> None:
+    source = "import torch\n\nclass Fn(torch.autograd.Function):\n    def forward(ctx, x):\n        return x\n"
+    loaded = _modules_after(RUN_ON.format(source=source))
+    assert "flake8_autograd.engine.checker" in loaded and "libcst" in loaded
+
+
+def test_the_engines_import_is_frozen_once_a_file_needs_it() -> None:
+    """The objects alive after the engine's first import are frozen, once, and only then."""
+    probe = "\nimport gc\nprint(gc.get_freeze_count())\n"
+    plain = RUN_ON.format(source="x = 1\n") + probe
+    needing = RUN_ON.format(source="class Fn(Function):\n    pass\n") + probe
+    outputs = [
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+        for code in (plain, needing)
+    ]
+    assert int(outputs[0][-1]) == 0
+    assert int(outputs[1][-1]) > 10_000  # libcst's modules, the engine's and the rules'
+
+
+@pytest.mark.parametrize(
+    "text, bases",
+    [
+        ("class A(Function): pass", ()),
+        ("import torch\nx = 1\n", ()),
+        ("class A(Base): pass", ("mypkg.ops.Base",)),
+        ("class A(Base): pass", ("Base",)),
+        ("class A(Other): pass", ("mypkg.Base",)),
+        ("", ("a.b",)),
+        ("functions", ()),
+    ],
+)
+def test_the_plugins_text_test_is_the_engines(text: str, bases: Tuple[str, ...]) -> None:
+    assert plugin.might_define_function(text, bases) == checker.might_define_function(text, bases)
+
+
+# -- positions: one method regenerated gives libcst's whole-class positions -------------------------
+def _segments(source: str) -> Iterator[Segment]:
+    lines = source_lines(source)
+    for node in ast.walk(ast.parse("".join(lines))):
+        if isinstance(node, ast.ClassDef):
+            segment = parse_class(lines, node)
+            if segment is not None:
+                yield segment
+
+
+def _methods(segment: Segment) -> List[cst.FunctionDef]:
+    body = segment.class_node.body
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    return [statement for statement in statements if isinstance(statement, cst.FunctionDef)]
+
+
+def _placements_agree(source: str, every: int = 1) -> Tuple[int, int]:
+    """Place every ``every``-th node of each method (and each def and parameter) both ways.
+
+    Returns how many nodes the method pass placed, and how many it left to the whole-class pass.
+    """
+    placed = left = 0
+    for segment in _segments(source):
+        exact = segment._resolve()
+        for method in _methods(segment):
+            nodes = [method, *walk(method)]
+            sample = nodes[::every] + [node for node in nodes if isinstance(node, cst.Param)] + nodes[-1:]
+            for node in sample:
+                found = segment._place_in_method(node, method)
+                if found is None:
+                    left += 1
+                    continue
+                assert found == exact[node], (type(node).__name__, libcst_code(node))
+                placed += 1
+    return placed, left
+
+
+def libcst_code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+EDGE_SOURCES = {
+    "decorators-comments-and-blank-lines": '''\
+        import torch
+
+
+        class Fn(torch.autograd.Function):
+            """Doc."""
+
+            # a comment above the method
+
+            @staticmethod  # trailing
+            @some.decorator(
+                1,
+                2,
+            )
+            def forward(ctx, x, *args, y=(1,
+                                         2), **kwargs):
+                # leading comment
+                ctx.save_for_backward(x)
+                return x, [
+                    x * 2,
+                ]
+
+            @staticmethod
+            async def backward(ctx, grad): return grad; pass
+        ''',
+    "tabs-and-unicode": (
+        "import torch\n\nclass Fn(torch.autograd.Function):\n"
+        "\t@staticmethod\n\tdef forward(ctx, x):\n\t\ts = 'ünïcode ✓'; y = x\n\t\treturn y + len(s)\n"
+        "\tdef backward(ctx, g):\n\t\treturn g\n"
+    ),
+    "nested-in-a-function-and-a-class": '''\
+        import torch
+
+
+        def make():
+            class Outer:
+                class Fn(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x):
+                        if x:
+                            return x
+                        return -x
+
+            return Outer
+        ''',
+    "backslash-continuations-and-semicolons": '''\
+        import torch
+
+
+        class Fn(torch.autograd.Function):
+            x = 1; y = 2
+            @staticmethod
+            def forward(ctx, \\
+                        x):
+                a = x + \\
+                    1; b = a
+                return b
+        ''',
+    "crlf-and-a-form-feed-inside-a-line": (
+        "import torch\r\n\r\nclass Fn(torch.autograd.Function):\r\n"
+        "    @staticmethod\r\n    def forward(ctx, x):\r\n        y = x \x0c+ 1\r\n        return y\r\n"
+    ),
+    "two-space-indents-and-a-redefined-method": '''\
+        import torch
+
+
+        class Fn(torch.autograd.Function):
+          @staticmethod
+          def forward(ctx, x):
+            return x
+          @staticmethod
+          def forward(ctx, x, y):
+            return x, y
+        ''',
+}
+
+
+@pytest.mark.parametrize("source", list(EDGE_SOURCES.values()), ids=list(EDGE_SOURCES))
+def test_a_method_pass_places_every_node_as_the_whole_class_pass_does(source: str) -> None:
+    placed, left = _placements_agree(textwrap.dedent(source))
+    assert placed > 10 and left == 0
+
+
+def test_where_libcst_moves_a_form_feed_its_own_positions_are_kept() -> None:
+    """libcst takes a form feed that opens an indented line into the file's default indentation, so
+    its columns there are off by one from the text. Findings have always used libcst's positions: the
+    method pass sees its ``def`` off the column ast gives and leaves the method to the whole-class pass."""
+    source = (
+        "import torch\r\n\r\nclass Fn(torch.autograd.Function):\r\n"
+        "\x0c    @staticmethod\r\n    def forward(ctx, x):\r\n\x0c        return x\r\n"
+    )
+    placed, left = _placements_agree(source)
+    assert placed == 0 and left > 0
+    (segment,) = list(_segments(source))
+    (forward,) = _methods(segment)
+    assert segment.position(forward, forward) == (5, 5)  # the text has it at column 4
+
+
+def test_a_method_pass_places_nodes_of_the_fixtures_as_the_whole_class_pass_does() -> None:
+    compared = 0
+    for path in fixture_paths():
+        source = path.read_text(encoding="utf-8")
+        try:
+            ast.parse(source)
+        except SyntaxError:
+            continue  # a fixture being edited
+        placed, left = _placements_agree(source, every=7)
+        assert left == 0, path.name
+        compared += placed
+    assert compared > 1000
+
+
+def _only_segment(source: str) -> Segment:
+    (segment,) = list(_segments(textwrap.dedent(source)))
+    return segment
+
+
+def test_a_node_outside_the_method_named_is_placed_by_the_whole_class_pass() -> None:
+    segment = _only_segment(
+        """\
+        class Fn(Function):
+            scale = 2
+
+            def forward(ctx, x):
+                return x
+
+            def backward(ctx, grad):
+                return grad
+        """
+    )
+    forward, backward = _methods(segment)
+    returned = next(node for node in walk(backward) if isinstance(node, cst.Return))
+    assert segment._place_in_method(returned, forward) is None
+    assert segment.position(returned, forward) == (8, 8)
+    assignment = segment.class_node.body.body[0]
+    assert segment.position(assignment, forward) == (2, 4)
+
+
+def test_a_node_before_a_deep_expression_is_placed_exactly() -> None:
+    """Generation stops once the node is placed: an expression too deep for libcst's pass comes later."""
+    segment = _only_segment(
+        "class Fn(Function):\n"
+        "    def backward(ctx, grad):\n"
+        "        return grad if " + " or ".join(["grad"] * 600) + " else grad\n"
+    )
+    (backward,) = _methods(segment)
+    grad = backward.params.params[1]
+    assert segment.position(grad, backward) == (2, 22)
+    assert segment.position(backward, backward) == (2, 4)
+
+
+# -- memory: a class is dropped once checked --------------------------------------------------------
+MODULE = """\
+import torch
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class Child(Base):
+    @staticmethod
+    def forward(ctx, x, y):
+        return x * y
+
+
+class Alone(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    def backward(ctx, grad):
+        return grad
+"""
+
+
+def test_checked_classes_are_dropped_unless_a_local_class_builds_on_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    dropped: List[str] = []
+    forget = _ModelBuilder.forget
+
+    def recording(self: _ModelBuilder, site: ClassSite) -> Optional[ClassModel]:
+        model = forget(self, site)
+        dropped.append(site.name if model is not None else "?" + site.name)
+        return model
+
+    monkeypatch.setattr(_ModelBuilder, "forget", recording)
+    findings = [(finding.line, finding.code) for finding in lint(MODULE)]
+    assert dropped == ["Child", "Alone"]
+    assert findings == [(12, "AGF004"), (21, "AGF001")]
+
+
+def test_forgetting_a_class_empties_its_caches_and_keeps_its_bases() -> None:
+    lines = source_lines(MODULE)
+    tree = ast.parse("".join(lines))
+    discovery = Discovery(tree, "example.py")
+    base, child, alone = discovery.function_classes
+    builder = _ModelBuilder(lines)
+    analysis = Analysis(tree, discovery)
+    models = [builder.build(site) for site in (child, alone)]
+    assert all(model is not None for model in models)
+    for model in models:
+        assert model is not None
+        for name in ("forward", "backward"):
+            method = model.method(name)
+            assert method is not None
+            analysis.returns(method)
+    child_model, alone_model = models
+    assert child_model is not None and alone_model is not None
+    analysis.forget(alone_model)
+    owners = {key[0].owner.name for key in analysis._inference} | {key.owner.name for key in analysis._returns}
+    assert owners == {"Child", "Base"}
+    assert builder.forget(alone) is alone_model and builder.forget(alone) is None
+    assert builder.build(base) is child_model.bases[0]  # the base is still the one the child was built with
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["collector-on", "collector-off"])
+def test_checking_leaves_the_garbage_collector_as_it_found_it(enabled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    was = gc.isenabled()
+    try:
+        if not enabled:
+            gc.disable()
+        assert [finding.code for finding in lint(MODULE)] == ["AGF004", "AGF001"]
+        assert gc.isenabled() is enabled
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(checker, "Discovery", broken)
+        assert [finding.code for finding in lint(MODULE)] == [checker.INTERNAL_ERROR]
+        assert gc.isenabled() is enabled
+    finally:
+        if was:
+            gc.enable()
+        else:
+            gc.disable()

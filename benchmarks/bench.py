@@ -10,6 +10,8 @@ Run from anywhere with Python >= 3.9::
 What it measures (see docs/performance.md for the figures and how to read them):
 
 1. overhead   ``flake8 -j 1`` over the corpus with the plugin installed vs without it.
+   instructions the same two runs counted in instructions executed (valgrind's cachegrind, when
+              installed): a deterministic figure that the load on a shared machine does not move.
    startup    ``flake8`` on one file (an editor on save, a pre-commit hook) with the plugin vs without:
               a file that cannot hold a Function class, and a small one that does.
 2. dense      the plugin's own work on files that hold Function classes vs ``libcst.parse_module``.
@@ -60,7 +62,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 HERE = Path(__file__).resolve().parent
 CHECKOUT = HERE.parent
 DEFAULT_PLOT = CHECKOUT / "docs" / "performance-scaling.png"
-SECTIONS = ("overhead", "startup", "torchfix", "command", "dense", "scaling", "memory")
+SECTIONS = ("overhead", "instructions", "startup", "torchfix", "command", "dense", "scaling", "memory")
 INNER_SECTIONS = ("dense", "scaling", "memory")
 SIZES = (1, 10, 100, 1000, 10000)
 # A file counts as Function-dense when at least this share of its lines are inside Function classes.
@@ -300,6 +302,37 @@ def time_command(command: Sequence[str], cwd: Path) -> float:
         error = result.stderr.decode(errors="replace").strip().splitlines()[-10:]
         raise RuntimeError(f"{command[0]} exited {result.returncode}:\n" + "\n".join(error))
     return elapsed
+
+
+_INSTRUCTIONS = re.compile(r"I\s+refs:\s+([\d,]+)")
+
+
+def instructions(commands: Dict[str, List[str]], cwd: Path) -> Dict[str, int]:
+    """Instructions executed by one run of each command (children included) under valgrind's cachegrind.
+
+    The count repeats to about 0.1 % from run to run, where the wall and CPU times of the same run on a
+    shared machine move by 10 % or more; so the commands run side by side, and once. It does not see
+    memory stalls.
+    """
+    valgrind = [
+        "valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
+        "--cachegrind-out-file=/dev/null",
+    ]
+    running = {
+        name: subprocess.Popen(
+            valgrind + command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env()
+        )
+        for name, command in commands.items()
+    }
+    counts: Dict[str, int] = {}
+    for name, process in running.items():
+        _, stderr = process.communicate()
+        report = stderr.decode(errors="replace")
+        found = [int(count.replace(",", "")) for count in _INSTRUCTIONS.findall(report)]
+        if process.returncode not in (0, 1) or not found:
+            raise RuntimeError(f"valgrind {name} exited {process.returncode}:\n" + "\n".join(report.splitlines()[-10:]))
+        counts[name] = sum(found)
+    return counts
 
 
 def alternate(
@@ -1027,6 +1060,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         help="the overhead and command rows check 1 file in N of the corpus (default 16; 1 = all of it)",
     )
     parser.add_argument(
+        "--instructions-sample", type=int, default=16,
+        help="the instructions row (under valgrind, about 16 times slower than flake8) checks 1 file in N (default 16)",
+    )
+    parser.add_argument(
         "--torchfix-sample", type=int, default=128,
         help="the TorchFix row checks 1 file in N (default 128; TorchFix is about seven times slower than flake8)",
     )
@@ -1058,6 +1095,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.rounds = min(args.rounds, 2)
         args.sample *= 4
         args.torchfix_sample *= 4
+        args.instructions_sample *= 4
         args.max_classes = min(args.max_classes, 100)
     sizes = [size for size in SIZES if size <= args.max_classes]
     sections = [name.strip() for name in args.only.split(",") if name.strip()]
@@ -1076,6 +1114,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         corpus_name = f"torch {torch_version()} source ({len(python_files(corpus))} files)"
     targets = flake8_targets(corpus, args.sample)
     torchfix_targets = flake8_targets(corpus, args.torchfix_sample)
+    instruction_targets = flake8_targets(corpus, args.instructions_sample)
 
     venvs = Venvs(Path(args.venvs), args.flake8, args.rebuild)
     venvs.prepare_root()
@@ -1150,6 +1189,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 f"(flake8's whole run {statistics.median(run['total'] for run in with_runs):.1f})",
             )
         )
+
+    if "instructions" in sections:
+        label = sample_label(args.instructions_sample, len(instruction_targets))
+        if shutil.which("valgrind") is None:
+            rows.append(Row("1. overhead in instructions executed", "skipped (valgrind is not installed)"))
+        else:
+            log(f"instructions: flake8 -j 1 under valgrind over {corpus_name}, {label}, the two side by side")
+            counts = instructions(
+                {name: [str(venv_bin(venv, "flake8")), *common, *instruction_targets]
+                 for name, venv in (("flake8", base), ("flake8 + flake8-autograd", plugin))},
+                workdir,
+            )
+            data["instructions"] = counts
+            ratio = counts["flake8 + flake8-autograd"] / counts["flake8"]
+            rows.append(
+                Row(
+                    f"1. overhead in instructions executed (valgrind), flake8 -j 1 with / without, {label}; "
+                    f"without: {counts['flake8'] / 1e9:.1f} G",
+                    f"{ratio:.3f}x",
+                    f"<= {TARGET_OVERHEAD}",
+                    ratio <= TARGET_OVERHEAD,
+                )
+            )
 
     if "startup" in sections:
         # Each run is a fraction of a second: many more rounds than the corpus rows.

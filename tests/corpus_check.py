@@ -147,7 +147,7 @@ def check_file(path: str, core_only: bool = False) -> FileResult:
 def explain(path: str, core_only: bool = False) -> List[str]:
     """Tracebacks of every failure in ``path``, from the engine pieces run without check_module's net."""
     from flake8_autograd.engine.analysis import Analysis
-    from flake8_autograd.engine.checker import _ModelBuilder
+    from flake8_autograd.engine.class_checks import _ModelBuilder
 
     lines = read_lines(Path(path).read_bytes())
     tree = parse(lines)

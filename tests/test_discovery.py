@@ -173,11 +173,11 @@ def test_extra_function_bases(bases: List[str], expected: List[str]) -> None:
 
 def test_file_without_function_is_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cheap text and ``ast`` tests keep libcst away from files with no Function class."""
-    import flake8_autograd.engine.checker as checker
+    import flake8_autograd.engine.class_checks as class_checks
 
     def fail(*args: object) -> None:
         raise AssertionError("parsed with libcst")
 
-    monkeypatch.setattr(checker, "parse_class", fail)
+    monkeypatch.setattr(class_checks, "parse_class", fail)
     assert codes("import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n") == []
     assert codes("import sympy\n\nclass F(sympy.Function):\n    pass\n") == []

@@ -1,7 +1,8 @@
 """Structural guarantees the performance work relies on (no timings here: see benchmarks/bench.py).
 
 - Loading the flake8 plugin imports neither libcst nor the engine: a run meeting no file that could
-  hold a Function class never pays for them.
+  hold a Function class never pays for them, and a run meeting no file that does hold one never
+  imports libcst or the rules.
 - A node placed by regenerating only its method is where libcst's pass over the whole class puts it.
 - A class is dropped once checked, unless another class of the module builds on it, and the
   cyclic garbage collector is left as the host had it.
@@ -22,10 +23,11 @@ import pytest
 
 from conftest import fixture_paths, lint, source_lines
 from flake8_autograd import plugin
-from flake8_autograd.engine import checker
+from flake8_autograd.engine import checker, class_checks
 from flake8_autograd.engine.analysis import Analysis
-from flake8_autograd.engine.checker import _ModelBuilder
+from flake8_autograd.engine.class_checks import _ModelBuilder
 from flake8_autograd.engine.discovery import ClassSite, Discovery
+from flake8_autograd.engine import model as model_module
 from flake8_autograd.engine.model import ClassModel
 from flake8_autograd.engine.source import Segment, parse_class
 from flake8_autograd.engine.walk import walk
@@ -59,23 +61,31 @@ def test_a_file_without_function_classes_is_checked_without_importing_libcst() -
     assert "libcst" not in loaded and "flake8_autograd.engine.checker" not in loaded
 
 
-def test_a_file_that_may_hold_a_function_class_loads_the_engine() -> None:
+def test_a_file_that_only_mentions_function_is_checked_without_importing_libcst() -> None:
+    source = "import types\n\ndef f(x):\n    return isinstance(x, types.FunctionType)\n"
+    loaded = _modules_after(RUN_ON.format(source=source))
+    assert "flake8_autograd.engine.discovery" in loaded
+    assert "libcst" not in loaded and not {name for name in loaded if name.startswith("flake8_autograd.rules")}
+
+
+def test_a_file_that_holds_a_function_class_loads_libcst_and_the_rules() -> None:
     source = "import torch\n\nclass Fn(torch.autograd.Function):\n    def forward(ctx, x):\n        return x\n"
     loaded = _modules_after(RUN_ON.format(source=source))
-    assert "flake8_autograd.engine.checker" in loaded and "libcst" in loaded
+    assert {"flake8_autograd.engine.class_checks", "flake8_autograd.rules", "libcst"} <= loaded
 
 
 def test_the_engines_import_is_frozen_once_a_file_needs_it() -> None:
     """The objects alive after the engine's first import are frozen, once, and only then."""
     probe = "\nimport gc\nprint(gc.get_freeze_count())\n"
-    plain = RUN_ON.format(source="x = 1\n") + probe
-    needing = RUN_ON.format(source="class Fn(Function):\n    pass\n") + probe
+    sources = ["x = 1\n", "x = 'Function'\n", "from torch.autograd import Function\nclass Fn(Function):\n    pass\n"]
     outputs = [
-        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-        for code in (plain, needing)
+        subprocess.run(
+            [sys.executable, "-c", RUN_ON.format(source=source) + probe], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for source in sources
     ]
-    assert int(outputs[0][-1]) == 0
-    assert int(outputs[1][-1]) > 10_000  # libcst's modules, the engine's and the rules'
+    assert int(outputs[0][-1]) == 0 and int(outputs[1][-1]) == 0
+    assert int(outputs[2][-1]) > 10_000  # libcst's modules, the engine's and the rules'
 
 
 @pytest.mark.parametrize(
@@ -365,7 +375,7 @@ def test_checking_leaves_the_garbage_collector_as_it_found_it(enabled: bool, mon
         def broken(*args: object, **kwargs: object) -> None:
             raise RuntimeError("a bug")
 
-        monkeypatch.setattr(checker, "Discovery", broken)
+        monkeypatch.setattr(class_checks, "_drop", broken)  # raises while the collector is off
         assert [finding.code for finding in lint(MODULE)] == [checker.INTERNAL_ERROR]
         assert gc.isenabled() is enabled
     finally:
@@ -373,3 +383,65 @@ def test_checking_leaves_the_garbage_collector_as_it_found_it(enabled: bool, mon
             gc.enable()
         else:
             gc.disable()
+
+
+# -- dispatch on a node's exact type ---------------------------------------------------------------
+def test_the_fact_readers_and_scope_tests_see_every_node_an_isinstance_test_would() -> None:
+    """``collect_facts`` and ``walk_scope`` look a node's type up instead of asking ``isinstance``: the
+    same answers only while none of the classes looked up has a subclass, and while every node
+    class a parse yields is known to be a node."""
+    from flake8_autograd.engine import walk as walk_module
+
+    looked_up = set(model_module._FACT_READERS) | set(walk_module._SCOPE_TYPES) | {cst.IndentedBlock}
+    assert {cls.__name__ for cls in looked_up if cls.__subclasses__()} == set()
+    for path in fixture_paths():
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        assert {type(node) for node in walk(module)} <= walk_module.NODE_TYPES
+
+
+def test_the_facts_of_a_body_are_read_from_every_kind_of_statement() -> None:
+    source = textwrap.dedent(
+        """\
+        def forward(ctx, x, w):
+            a = b = x * 2
+            c: int = 3
+            a += 1
+            w[0] = 1
+            if (d := x.sum()) > 0:
+                pass
+            for e in range(3):
+                pass
+            with open("f") as f:
+                pass
+            try:
+                pass
+            except Exception as g:
+                pass
+            import os.path as h
+            def inner(): pass
+            class Inner: pass
+            global k
+            match x:
+                case [m, *n]: pass
+                case {"a": 1, **o}: pass
+            del a
+            ctx.saved = x
+            ctx.save_for_backward(x)
+            ctx.needs_input_grad[0]
+            y = ctx.scale
+            x.mul_(2)
+            return x
+        """
+    )
+    function = cst.parse_module(source).body[0]
+    assert isinstance(function, cst.FunctionDef)
+    facts = model_module.collect_facts(function, "ctx")
+    assert set(facts.bindings) == {"a", "b", "c", "d", "e", "f", "g", "h", "inner", "Inner", "k", "m", "n", "o", "y"}
+    assert [store.attribute for store in facts.ctx_stores] == ["saved"]
+    assert set(facts.ctx_calls) == {"save_for_backward"} and set(facts.ctx_reads) >= {"scale", "needs_input_grad"}
+    assert [(change.name, change.how) for change in facts.in_place] == [
+        ("a", "augmented assignment"), ("w", "indexed assignment"), ("x", ".mul_()")
+    ]
+    assert facts.reads_needs_input_grad and len(facts.returns) == 1 and not facts.yields
+    assert [subscript.attribute for subscript in facts.ctx_subscripts] == ["needs_input_grad"]
+    assert facts.ctx_references == 4

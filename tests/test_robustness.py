@@ -30,7 +30,8 @@ from libcst.metadata import MetadataWrapper
 import corpus_check
 from conftest import FIXTURES, fixture_paths, lint, source_lines
 from flake8_autograd.engine.analysis import Analysis
-from flake8_autograd.engine.checker import INTERNAL_ERROR, _ModelBuilder, check_module
+from flake8_autograd.engine.checker import INTERNAL_ERROR, check_module
+from flake8_autograd.engine.class_checks import _ModelBuilder
 from flake8_autograd.engine.discovery import Discovery
 from flake8_autograd.engine.model import ClassModel
 from flake8_autograd.engine.source import parse_class

@@ -1,21 +1,19 @@
 """The flake8 adapter: flake8 hands us the ``ast`` tree and lines; we hand back findings.
 
 flake8 imports this module at start-up, before it reads any file, even for a run over one file that
-holds no Function class. So it imports nothing heavy: the engine and the rules (and with them libcst,
-whose import costs more than flake8's own) are imported by :meth:`AutogradChecker.run`, once a file
-passes the text test that rules out most files.
+holds no Function class. So it imports nothing heavy: the engine's entry point is imported by
+:meth:`AutogradChecker.run` once a file passes the text test that rules out most files, and the
+rules (and with them libcst, whose import costs more than flake8's own) only once a file is found to
+hold a Function class.
 """
 
 from __future__ import annotations
 
 import ast
 import gc
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, List, Sequence, Tuple, Type
+from typing import Any, ClassVar, Iterator, List, Sequence, Tuple, Type
 
 from . import __version__
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .rules.base import Rule
 
 
 def might_define_function(text: str, extra_bases: Sequence[str]) -> bool:
@@ -32,14 +30,14 @@ _engine_settled = False
 
 
 def _settle_engine() -> None:
-    """Once per process, after the engine's first import: take what is alive out of the cyclic
-    collector's reach (``gc.freeze``).
+    """Once per process, after the first file that held a Function class (so libcst and the rules are
+    imported): take what is alive out of the cyclic collector's reach (``gc.freeze``).
 
     Importing libcst and the engine leaves some 20,000 objects that live as long as the process; the
     collector would walk them in every full collection flake8 runs afterwards, which roughly doubles
     the time flake8 spends in those collections. Frozen objects are still freed by reference counting
-    when their last reference goes; only cyclic garbage alive at this moment (a few hundred objects of
-    the file being checked) is never reclaimed.
+    when their last reference goes; only cyclic garbage alive at this moment is never reclaimed, and the
+    engine has already collected the classes it just checked, one by one.
     """
     global _engine_settled
     if not _engine_settled:
@@ -90,18 +88,13 @@ class AutogradChecker:
             bases = [bases]
         cls.function_bases = tuple(base.strip() for base in bases if base.strip())
 
-    @classmethod
-    def active_rules(cls) -> List["Rule"]:
-        """The rules this run checks (imports them: call only when a file needs checking)."""
-        from .rules import PREVIEW_RULES, RULES
-
-        return RULES + PREVIEW_RULES if cls.preview else RULES
-
     def run(self) -> Iterator[Tuple[int, int, str, Type["AutogradChecker"]]]:
         if not might_define_function("".join(self.lines), self.function_bases):
             return  # most files: no import, no tree walked
-        from .engine.checker import check_module
+        from .engine.checker import check_module, class_checks_loaded
 
-        _settle_engine()
-        for finding in check_module(self.tree, self.lines, self.filename, self.function_bases, self.active_rules()):
+        findings = check_module(self.tree, self.lines, self.filename, self.function_bases, preview=self.preview)
+        if class_checks_loaded():
+            _settle_engine()
+        for finding in findings:
             yield finding.line, finding.column, finding.message, type(self)

@@ -6,14 +6,13 @@ Each method body is walked once, here; rules read the facts gathered and never w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from .discovery import MAX_LOCAL_DEPTH, ClassSite
-from .names import cst_dotted
 from .source import Segment
-from .walk import SCOPE_NODES, walk_scope
+from .walk import cst_dotted, walk_scope
 
 # The methods of the autograd contract, in the order a reader expects them.
 CONTRACT_METHODS = ("forward", "setup_context", "backward", "vjp", "jvp", "vmap")
@@ -438,75 +437,111 @@ def uses_first_as_ctx(method: Method) -> bool:
 
 def collect_facts(function: cst.FunctionDef, ctx_name: Optional[str]) -> BodyFacts:
     facts = BodyFacts()
+    readers = _FACT_READERS
     for node in walk_scope(function.body):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                _bind_target(facts, target.target, node.value, ctx_name, node)
-        elif isinstance(node, cst.AnnAssign):
-            if node.value is not None:
-                _bind_target(facts, node.target, node.value, ctx_name, node)
-        elif isinstance(node, cst.AugAssign):
-            if isinstance(node.target, cst.Name):
-                facts.bind(node.target.value, Binding(None))
-                facts.in_place.append(InPlace(node.target.value, node, "augmented assignment"))
-            elif isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
-                facts.in_place.append(InPlace(node.target.value.value, node, "indexed assignment"))
-        elif isinstance(node, cst.NamedExpr):
-            if isinstance(node.target, cst.Name):
-                facts.bind(node.target.value, Binding(node.value))
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            if isinstance(node, cst.For):
-                _bind_opaque(facts, node.target)
-        elif isinstance(node, cst.WithItem):
-            if node.asname is not None:
-                _bind_opaque(facts, node.asname.name)
-        elif isinstance(node, cst.ExceptHandler):
-            if node.name is not None:
-                _bind_opaque(facts, node.name.name)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            names = node.names
-            if isinstance(names, (list, tuple)):
-                for alias in names:
-                    bound = alias.asname.name if alias.asname is not None else alias.name
-                    _bind_opaque(facts, bound)
-        elif isinstance(node, SCOPE_NODES):
-            if not isinstance(node, cst.Lambda):
-                facts.bind(node.name.value, Binding(None))
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            for name_item in node.names:
-                facts.bind(name_item.name.value, Binding(None))
-        elif isinstance(node, (cst.MatchAs, cst.MatchStar)):
-            if node.name is not None:
-                facts.bind(node.name.value, Binding(None))
-        elif isinstance(node, cst.MatchMapping):
-            if node.rest is not None:
-                facts.bind(node.rest.value, Binding(None))
-        elif isinstance(node, cst.Del):
-            _bind_opaque(facts, node.target)
-        elif isinstance(node, cst.Return):
-            facts.returns.append(node)
-        elif isinstance(node, (cst.Yield, cst.Await)):
-            facts.yields = facts.yields or isinstance(node, cst.Yield)
-        elif isinstance(node, cst.Subscript):
-            value = node.value
-            if (
-                isinstance(value, cst.Attribute)
-                and isinstance(value.value, cst.Name)
-                and value.value.value == ctx_name
-            ):
-                facts.ctx_subscripts.append(CtxSubscript(value.attr.value, constant_index(node), node))
-        elif isinstance(node, cst.Attribute):
-            if isinstance(node.value, cst.Name) and node.value.value == ctx_name and ctx_name is not None:
-                facts.ctx_reads.setdefault(node.attr.value, []).append(node)
-            if node.attr.value == "needs_input_grad":
-                facts.reads_needs_input_grad = True
-            if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES and isinstance(node.value, cst.Name):
-                facts.tensor_uses.add(node.value.value)
-        elif isinstance(node, cst.Call):
-            _read_call(facts, node, ctx_name)
-        elif isinstance(node, cst.Name) and ctx_name is not None and node.value == ctx_name:
-            facts.ctx_references += 1
+        reader = readers.get(type(node))
+        if reader is not None:
+            reader(facts, node, ctx_name)
     return facts
+
+
+# One reader per node type, found by the node's exact type: an ``isinstance`` chain costs a call into
+# libcst's abstract base classes per test, and most nodes fall through every test. Parsed trees hold
+# only the concrete node classes named here, none of which has a subclass.
+def _read_assign(facts: BodyFacts, node: cst.Assign, ctx_name: Optional[str]) -> None:
+    for target in node.targets:
+        _bind_target(facts, target.target, node.value, ctx_name, node)
+
+
+def _read_annotated_assign(facts: BodyFacts, node: cst.AnnAssign, ctx_name: Optional[str]) -> None:
+    if node.value is not None:
+        _bind_target(facts, node.target, node.value, ctx_name, node)
+
+
+def _read_augmented_assign(facts: BodyFacts, node: cst.AugAssign, ctx_name: Optional[str]) -> None:
+    if isinstance(node.target, cst.Name):
+        facts.bind(node.target.value, Binding(None))
+        facts.in_place.append(InPlace(node.target.value, node, "augmented assignment"))
+    elif isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
+        facts.in_place.append(InPlace(node.target.value.value, node, "indexed assignment"))
+
+
+def _read_named_expression(facts: BodyFacts, node: cst.NamedExpr, ctx_name: Optional[str]) -> None:
+    if isinstance(node.target, cst.Name):
+        facts.bind(node.target.value, Binding(node.value))
+
+
+def _read_for(facts: BodyFacts, node: cst.For, ctx_name: Optional[str]) -> None:
+    _bind_opaque(facts, node.target)
+
+
+def _read_with_item(facts: BodyFacts, node: cst.WithItem, ctx_name: Optional[str]) -> None:
+    if node.asname is not None:
+        _bind_opaque(facts, node.asname.name)
+
+
+def _read_except_handler(facts: BodyFacts, node: cst.ExceptHandler, ctx_name: Optional[str]) -> None:
+    if node.name is not None:
+        _bind_opaque(facts, node.name.name)
+
+
+def _read_import(facts: BodyFacts, node: "cst.Import | cst.ImportFrom", ctx_name: Optional[str]) -> None:
+    names = node.names
+    if isinstance(names, (list, tuple)):
+        for alias in names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            _bind_opaque(facts, bound)
+
+
+def _read_nested_definition(facts: BodyFacts, node: "cst.FunctionDef | cst.ClassDef", ctx_name: Optional[str]) -> None:
+    facts.bind(node.name.value, Binding(None))
+
+
+def _read_global(facts: BodyFacts, node: "cst.Global | cst.Nonlocal", ctx_name: Optional[str]) -> None:
+    for name_item in node.names:
+        facts.bind(name_item.name.value, Binding(None))
+
+
+def _read_match_capture(facts: BodyFacts, node: "cst.MatchAs | cst.MatchStar", ctx_name: Optional[str]) -> None:
+    if node.name is not None:
+        facts.bind(node.name.value, Binding(None))
+
+
+def _read_match_mapping(facts: BodyFacts, node: cst.MatchMapping, ctx_name: Optional[str]) -> None:
+    if node.rest is not None:
+        facts.bind(node.rest.value, Binding(None))
+
+
+def _read_del(facts: BodyFacts, node: cst.Del, ctx_name: Optional[str]) -> None:
+    _bind_opaque(facts, node.target)
+
+
+def _read_return(facts: BodyFacts, node: cst.Return, ctx_name: Optional[str]) -> None:
+    facts.returns.append(node)
+
+
+def _read_yield(facts: BodyFacts, node: cst.Yield, ctx_name: Optional[str]) -> None:
+    facts.yields = True
+
+
+def _read_subscript(facts: BodyFacts, node: cst.Subscript, ctx_name: Optional[str]) -> None:
+    value = node.value
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == ctx_name:
+        facts.ctx_subscripts.append(CtxSubscript(value.attr.value, constant_index(node), node))
+
+
+def _read_attribute(facts: BodyFacts, node: cst.Attribute, ctx_name: Optional[str]) -> None:
+    if isinstance(node.value, cst.Name) and node.value.value == ctx_name and ctx_name is not None:
+        facts.ctx_reads.setdefault(node.attr.value, []).append(node)
+    if node.attr.value == "needs_input_grad":
+        facts.reads_needs_input_grad = True
+    if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES and isinstance(node.value, cst.Name):
+        facts.tensor_uses.add(node.value.value)
+
+
+def _read_name(facts: BodyFacts, node: cst.Name, ctx_name: Optional[str]) -> None:
+    if ctx_name is not None and node.value == ctx_name:
+        facts.ctx_references += 1
 
 
 def _bind_target(
@@ -611,3 +646,30 @@ def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> Non
     for arg in call.args:
         if isinstance(arg.value, cst.Name) and arg.value.value == ctx_name:
             facts.ctx_escapes = True
+
+
+_FACT_READERS: Dict[type, Callable[[BodyFacts, Any, Optional[str]], None]] = {
+    cst.Assign: _read_assign,
+    cst.AnnAssign: _read_annotated_assign,
+    cst.AugAssign: _read_augmented_assign,
+    cst.NamedExpr: _read_named_expression,
+    cst.For: _read_for,  # a comprehension's ``for`` binds in the comprehension's own scope: not read
+    cst.WithItem: _read_with_item,
+    cst.ExceptHandler: _read_except_handler,
+    cst.Import: _read_import,
+    cst.ImportFrom: _read_import,
+    cst.FunctionDef: _read_nested_definition,  # walk_scope yields a nested scope, not its body
+    cst.ClassDef: _read_nested_definition,
+    cst.Global: _read_global,
+    cst.Nonlocal: _read_global,
+    cst.MatchAs: _read_match_capture,
+    cst.MatchStar: _read_match_capture,
+    cst.MatchMapping: _read_match_mapping,
+    cst.Del: _read_del,
+    cst.Return: _read_return,
+    cst.Yield: _read_yield,
+    cst.Subscript: _read_subscript,
+    cst.Attribute: _read_attribute,
+    cst.Call: _read_call,
+    cst.Name: _read_name,
+}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-import libcst as cst
 
 # A local name bound by something other than an import (a class, def or assignment): whatever it
 # was imported as, it may no longer be that.
@@ -158,16 +157,4 @@ def ast_dotted(node: ast.expr) -> Optional[str]:
     if not isinstance(node, ast.Name):
         return None
     parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def cst_dotted(node: cst.CSTNode) -> Optional[str]:
-    """``a.b.c`` for a chain of libcst names and attributes, else None."""
-    parts: List[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    parts.append(node.value)
     return ".".join(reversed(parts))

@@ -18,8 +18,7 @@ from typing import FrozenSet, Hashable, List, Set, Tuple
 import libcst as cst
 
 from .model import Method
-from .names import cst_dotted
-from .walk import children, fingerprint
+from .walk import children, cst_dotted, fingerprint
 
 Computation = Tuple[Hashable, ...]
 

@@ -13,7 +13,8 @@ from typing import Dict, FrozenSet, List, Optional, Set
 import libcst as cst
 
 from .model import Binding, ClassModel, Method, Param, constant_index as _constant_index, forward_inputs
-from .names import ImportTable, cst_dotted
+from .names import ImportTable
+from .walk import cst_dotted
 
 # A budget against pathological code (deep nesting, long chains of names): past it, unknown. One
 # level takes up to five Python frames, and setup_context's inference of forward runs on the same

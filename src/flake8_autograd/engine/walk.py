@@ -1,4 +1,4 @@
-"""A fast pre-order walk over libcst trees.
+"""A fast pre-order walk over libcst trees, and the small readers of nodes the engine shares.
 
 libcst's visitor rebuilds every node it passes, which costs about half a parse. Linting only reads
 the tree, so this walk reads each node's dataclass fields directly, skipping whitespace and
@@ -8,7 +8,7 @@ punctuation fields, and caches the field list per node type.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Hashable, Iterator, List, Tuple, Type
+from typing import Dict, FrozenSet, Hashable, Iterator, List, Optional, Tuple, Type
 
 import libcst as cst
 
@@ -44,6 +44,21 @@ _fields_by_type: Dict[Type[cst.CSTNode], Tuple[str, ...]] = {}
 SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
+def _node_classes(root: type) -> FrozenSet[type]:
+    found = {root}
+    subclass: type
+    for subclass in root.__subclasses__():
+        found |= _node_classes(subclass)
+    return frozenset(found)
+
+
+# Every libcst node class: ``type(value) in NODE_TYPES`` is a set lookup where ``isinstance(value,
+# cst.CSTNode)`` is a call into the abstract base class machinery, and the walks below ask it of
+# every field of every node.
+NODE_TYPES = _node_classes(cst.CSTNode)
+_SCOPE_TYPES = frozenset(SCOPE_NODES)
+
+
 def _child_fields(node_type: Type[cst.CSTNode]) -> Tuple[str, ...]:
     fields = _fields_by_type.get(node_type)
     if fields is None:
@@ -60,11 +75,11 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The direct child nodes of ``node`` that can hold code (not whitespace or punctuation)."""
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if type(value) in NODE_TYPES:
             yield value
         elif isinstance(value, (tuple, list)):
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if type(item) in NODE_TYPES:
                     yield item
 
 
@@ -75,16 +90,16 @@ def walk_scope(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     but not its body.
     """
     stack = list(children(root))
-    if isinstance(root, cst.IndentedBlock):
+    if type(root) is cst.IndentedBlock:
         stack = _reachable(stack)
     stack.reverse()
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, SCOPE_NODES):
+        if type(node) in _SCOPE_TYPES:
             continue
         kids = list(children(node))
-        if isinstance(node, cst.IndentedBlock):
+        if type(node) is cst.IndentedBlock:
             kids = _reachable(kids)
         kids.reverse()
         stack.extend(kids)
@@ -144,3 +159,15 @@ def is_larger_than(root: cst.CSTNode, limit: int) -> bool:
         if count > limit:
             return True
     return False
+
+
+def cst_dotted(node: cst.CSTNode) -> Optional[str]:
+    """``a.b.c`` for a chain of libcst names and attributes, else None."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))

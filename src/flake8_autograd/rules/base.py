@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional, Sequence
 
 import libcst as cst
 
+from ..findings import Finding as Finding  # re-exported: what a rule yields is part of what a rule is
 from ..fixes import Fix, fixes_wanted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -15,20 +16,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine.model import ClassModel, Method
 
 DOCS_URL = "https://github.com/flake8-autograd/flake8-autograd/blob/main/docs/rules/{code}.md"
-
-
-@dataclass(frozen=True)
-class Finding:
-    line: int  # 1-based
-    column: int  # 0-based, as flake8 expects from plugins
-    code: str
-    message: str  # starts with the code
-    # The edits that repair this finding, when the rule is certain of them (only while fixes are wanted).
-    fix: Optional[Fix] = field(default=None, compare=False, repr=False)
-
-    @property
-    def sort_key(self) -> "tuple[int, int, str]":
-        return (self.line, self.column, self.code)
 
 
 class Rule:

@@ -1,0 +1,114 @@
+"""Checking the Function classes of one module: parse each class with libcst, build its model, and
+hand the model to every rule. Reached through :func:`.checker.check_module`, once discovery has found
+at least one class.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+from contextlib import contextmanager
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+from ..findings import Finding, internal_error
+from ..rules import PREVIEW_RULES, RULES
+from ..rules.base import Rule
+from .analysis import Analysis
+from .discovery import MAX_LOCAL_DEPTH, ClassSite, Discovery
+from .model import ClassModel
+from .source import parse_class
+
+
+def check_classes(
+    tree: ast.Module, lines: Sequence[str], discovery: Discovery, rules: Optional[Iterable[Rule]], preview: bool
+) -> List[Finding]:
+    """The findings of every class ``discovery`` found, sorted by position; a rule that raises costs
+    one internal-error finding at its class, not the others' findings."""
+    active = list(rules if rules is not None else RULES + PREVIEW_RULES if preview else RULES)
+    analysis = Analysis(tree, discovery)
+    builder = _ModelBuilder(lines)
+    findings: Dict[Tuple[int, int, str], Finding] = {}
+    with _collecting_class_by_class() as collect:
+        for site in discovery.function_classes:
+            for finding in _check_class(site, builder, analysis, active):
+                findings.setdefault((finding.line, finding.column, finding.code), finding)
+            if not discovery.has_local_subclass(site):
+                # Nothing reads this class again: drop it, so that what is held stays one class, not the file.
+                _drop(site, builder, analysis)
+            collect()
+    return sorted(findings.values(), key=lambda finding: finding.sort_key)
+
+
+def _drop(site: ClassSite, builder: "_ModelBuilder", analysis: Analysis) -> None:
+    """Forget the model of ``site`` and what is cached for it (in a function of its own, so that no
+    local name keeps the model alive through the collection that follows)."""
+    dropped = builder.forget(site)
+    if dropped is not None:
+        analysis.forget(dropped)
+
+
+@contextmanager
+def _collecting_class_by_class() -> Iterator[Callable[[], object]]:
+    """Python's automatic garbage collection off while a module's classes are checked; a young
+    collection after each class instead.
+
+    A class's model holds reference cycles (a method and its class), so a dropped class waits for the
+    cyclic collector. Left to itself, the collector runs every few hundred allocations, promotes the
+    class's libcst nodes (thousands per class, all alive while the class is checked) to its oldest
+    generation, and so ends up walking everything that generation holds, flake8's ``ast`` tree of the
+    whole file included: the time per class then grows with the file. Collecting generation 0 once a
+    class is checked walks only what was made since the last class, and frees the dropped class at once.
+    The host's setting is restored on the way out; where the host has turned collection off, nothing is
+    collected here either.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield (lambda: gc.collect(0)) if enabled else (lambda: None)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check_class(site: ClassSite, builder: "_ModelBuilder", analysis: Analysis, rules: List[Rule]) -> List[Finding]:
+    try:
+        model = builder.build(site)
+        if model is None:
+            return []  # libcst cannot parse this class: nothing reliable to say
+        findings: List[Finding] = []
+        for rule in rules:
+            findings.extend(rule.check(model, analysis))
+        return findings
+    except Exception as error:  # noqa: BLE001 - a plugin must never take the whole flake8 run down
+        return [internal_error(site.node.lineno, site.node.col_offset, site.name, error)]
+
+
+class _ModelBuilder:
+    """Parses each class at most once and links models to the models of their local bases."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self._models: Dict[int, Optional[ClassModel]] = {}
+        self._building: Set[int] = set()
+
+    def build(self, site: ClassSite) -> Optional[ClassModel]:
+        key = id(site)
+        if key in self._models:
+            return self._models[key]
+        if key in self._building or len(self._building) > MAX_LOCAL_DEPTH:
+            return None  # a cycle of local bases, or a hierarchy too deep to follow
+        self._building.add(key)
+        try:
+            segment = parse_class(self.lines, site.node)
+            model = None
+            if segment is not None:
+                bases = [self.build(base) for base in site.local_bases]
+                model = ClassModel(site, segment, bases)
+        finally:
+            self._building.discard(key)
+        self._models[key] = model
+        return model
+
+    def forget(self, site: ClassSite) -> Optional[ClassModel]:
+        """Drop the model of ``site`` (to be built again if asked for); the model dropped, if any."""
+        return self._models.pop(id(site), None)

@@ -1,0 +1,36 @@
+"""What the engine hands every adapter: findings, each a code and message at a line and column.
+
+Kept apart from the rules so that the engine's entry point and the adapters can name a finding
+without importing libcst, which the rules need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .fixes import Fix
+
+# The code of a finding that reports a failure of the plugin itself, never of the code checked.
+INTERNAL_ERROR = "AGF000"
+
+
+@dataclass(frozen=True)
+class Finding:
+    line: int  # 1-based
+    column: int  # 0-based, as flake8 expects from plugins
+    code: str
+    message: str  # starts with the code
+    # The edits that repair this finding, when the rule is certain of them (only while fixes are wanted).
+    fix: Optional[Fix] = field(default=None, compare=False, repr=False)
+
+    @property
+    def sort_key(self) -> "tuple[int, int, str]":
+        return (self.line, self.column, self.code)
+
+
+def internal_error(line: int, column: int, where: str, error: Exception) -> Finding:
+    """An exception the engine caught while checking ``where``, as a finding instead of a crash."""
+    message = f"{INTERNAL_ERROR} internal error while checking {where}: {type(error).__name__}; please report"
+    return Finding(line, column, INTERNAL_ERROR, message)

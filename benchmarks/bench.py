@@ -335,6 +335,34 @@ def instructions(commands: Dict[str, List[str]], cwd: Path) -> Dict[str, int]:
     return counts
 
 
+# One generated module checked once (argv: classes, "check" or "skip"): the plugin's work on it is the
+# difference between the two runs' instructions; both import the whole engine, so its import cancels out.
+_SCALING_PROBE = r"""
+import ast, importlib, sys
+sys.path.insert(0, sys.argv[3])
+from bench import checker_runner, generated_module
+importlib.import_module("flake8_autograd.engine.class_checks")
+source = generated_module(int(sys.argv[1]))
+lines = source.splitlines(keepends=True)
+tree = ast.parse(source)
+run = checker_runner(False)
+if sys.argv[2] == "check":
+    run(tree, lines, "generated.py")
+"""
+
+
+def scaling_instructions(plugin: Path, sizes: Sequence[int], cwd: Path) -> Dict[str, float]:
+    """Instructions per class the plugin executes on generated files of each size (deterministic, so
+    any growth per class is the code's, not the machine's)."""
+    commands = {
+        f"{size} {action}": [str(venv_bin(plugin, "python")), "-c", _SCALING_PROBE, str(size), action, str(HERE)]
+        for size in sizes
+        for action in ("check", "skip")
+    }
+    counts = instructions(commands, cwd)
+    return {str(size): (counts[f"{size} check"] - counts[f"{size} skip"]) / size for size in sizes}
+
+
 def alternate(
     commands: Dict[str, List[str]], rounds: int, cwd: Path, cpu: Optional[Dict[str, List[float]]] = None
 ) -> Dict[str, List[float]]:
@@ -1278,6 +1306,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             data["torchfix"] = {name: Spread(values).as_json() for name, values in times.items()}
             spread = ratios(times["flake8 + TorchFix"], times["flake8"])
             rows.append(Row(f"5. reference: flake8 -j 1 with TorchFix / without, {label}{note}", spread.ratio_text()))
+
+    if "scaling" in sections and shutil.which("valgrind") is not None:
+        counted = [size for size in sizes if 10 <= size <= min(args.max_classes, 1000)]
+        log(f"scaling in instructions executed (valgrind): {', '.join(map(str, counted))} classes")
+        per_class = scaling_instructions(plugin, counted, workdir)
+        data["scaling_instructions"] = per_class
+        factor = max(per_class.values()) / min(per_class.values())
+        rows.append(
+            Row(
+                "3. scaling in instructions executed (valgrind): millions per class (classes: M)",
+                ", ".join(f"{int(size):,}: {value / 1e6:.1f}" for size, value in per_class.items())
+                + f"; largest/smallest {factor:.2f}",
+                f"flat (<= {FLAT_FACTOR})",
+                factor <= FLAT_FACTOR,
+            )
+        )
 
     inner = [name for name in sections if name in INNER_SECTIONS]
     if inner:

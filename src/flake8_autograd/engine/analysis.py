@@ -12,6 +12,7 @@ from .counting import CountedReturn, counted_returns
 from .discovery import Discovery
 from .model import ClassModel, Method
 from .names import ImportTable, ast_dotted
+from .provenance import ALLOCATIONS, LAYOUT_METHODS
 from .tensors import TensorInference
 
 
@@ -44,6 +45,7 @@ class Analysis:
         # emptied class by class (forget), so that a checked class's libcst tree can be freed.
         self._inference: Dict[Tuple[Method, str], TensorInference] = {}
         self._returns: Dict[Method, List[CountedReturn]] = {}
+        self._allocating: Optional[FrozenSet[str]] = None
 
     def inference(self, method: Method, role: Optional[str] = None) -> TensorInference:
         key = (method, role or method.name)
@@ -64,6 +66,13 @@ class Analysis:
         """Drop what is cached for the methods of ``model``, a class no other class will look at again."""
         self._inference = {key: value for key, value in self._inference.items() if key[0].owner is not model}
         self._returns = {method: value for method, value in self._returns.items() if method.owner is not model}
+
+    def allocating_helpers(self) -> FrozenSet[str]:
+        """The module's functions that only hand back fresh memory (every ``return`` an allocation such
+        as ``torch.empty(...)``, maybe reshaped), defined once at module level and bound to nothing else."""
+        if self._allocating is None:
+            self._allocating = _allocating_helpers(self.tree)
+        return self._allocating
 
     def apply_calls(self, class_name: str) -> List[ApplyCall]:
         if self._apply_calls is None:
@@ -223,6 +232,55 @@ def _may_return_pair(node: cst.BaseExpression) -> bool:
     return len(positional) > position or any(
         arg.keyword is not None and arg.keyword.value == "return_indices" for arg in node.args
     )
+
+
+def _allocating_helpers(tree: ast.Module) -> FrozenSet[str]:
+    bound: Dict[str, int] = {}
+    for statement in tree.body:
+        for name in _top_level_names(statement):
+            bound[name] = bound.get(name, 0) + 1
+    return frozenset(
+        statement.name
+        for statement in tree.body
+        if isinstance(statement, ast.FunctionDef) and bound[statement.name] == 1 and _only_allocates(statement)
+    )
+
+
+def _top_level_names(statement: ast.stmt) -> List[str]:
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [statement.name]
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in statement.names]
+    # Anything else that may bind a name (an assignment, a loop, a with, a conditional definition):
+    # every name it stores.
+    names: List[str] = []
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.append(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+    return names
+
+
+def _only_allocates(function: ast.FunctionDef) -> bool:
+    returns: List[ast.Return] = []
+    pending: List[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # a nested scope's returns are its own
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return bool(returns) and all(node.value is not None and _allocates(node.value) for node in returns)
+
+
+def _allocates(node: ast.expr) -> bool:
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LAYOUT_METHODS:
+        node = node.func.value
+    return isinstance(node, ast.Call) and (ast_dotted(node.func) or "").rsplit(".", 1)[-1] in ALLOCATIONS
 
 
 def _is_literal(node: ast.expr) -> bool:

@@ -73,6 +73,7 @@ class NeedsInputGradRule(Rule):
             return
         forward = model.method("forward")
         forward_inference = analysis.inference(forward) if forward is not None and forward.node is not None else None
+        allocating = analysis.allocating_helpers()
         for counted in analysis.returns(method):
             if counted.slots is None or counted.falls_off:
                 continue
@@ -81,7 +82,7 @@ class NeedsInputGradRule(Rule):
             for param, slot in zip(inputs.params, counted.slots):
                 if forward_inference is not None and forward_inference.input_kind(param) is Kind.NOT_TENSOR:
                     continue  # a non-tensor input takes no gradient at all (PyTorch requires None there)
-                sources = set().union(*(computations(node, method) for node in slot))
+                sources = set().union(*(computations(node, method, allocating) for node in slot))
                 if sources:
                     computed.append(param.name)
                     work |= sources

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import io
 import re
 import textwrap
+from functools import lru_cache
 from pathlib import Path
-from typing import List, Sequence, Set, Tuple
+from types import ModuleType
+from typing import Dict, List, Sequence, Set, Tuple
 
 import pytest
 
@@ -58,6 +61,43 @@ def expected_findings(path: Path) -> Set[Tuple[int, str]]:
 
 def fixture_paths() -> List[Path]:
     return sorted(FIXTURES.glob("agf*.py"))
+
+
+@lru_cache(maxsize=None)
+def fixture_module(stem: str) -> ModuleType:
+    """The fixture ``tests/fixtures/<stem>.py`` executed once, under a private name (the oracle tests
+    run its classes; it imports torch)."""
+    path = FIXTURES / f"{stem}.py"
+    spec = importlib.util.spec_from_file_location(f"_fixture_{stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@lru_cache(maxsize=None)
+def fixture_spans(stem: str) -> Dict[str, Tuple[int, int]]:
+    """The line span of each top-level class and function of a fixture."""
+    tree = ast.parse((FIXTURES / f"{stem}.py").read_text(encoding="utf-8"))
+    return {
+        node.name: (node.lineno, node.end_lineno or node.lineno)
+        for node in tree.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef))
+    }
+
+
+@lru_cache(maxsize=None)
+def fixture_findings(stem: str) -> Tuple[Tuple[int, str], ...]:
+    """(line, code) of every finding on a fixture, preview rules included."""
+    path = FIXTURES / f"{stem}.py"
+    found = lint(path.read_text(encoding="utf-8"), filename=str(path), preview=True)
+    return tuple((finding.line, finding.code) for finding in found)
+
+
+def codes_inside(stem: str, name: str) -> Set[str]:
+    """The codes the linter reports inside the top-level class or function ``name`` of a fixture."""
+    start, end = fixture_spans(stem)[name]
+    return {code for line, code in fixture_findings(stem) if start <= line <= end}
 
 
 @pytest.fixture

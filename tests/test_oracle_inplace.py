@@ -17,50 +17,9 @@ else:
         "torch", reason="the oracle layer runs fixture Functions under PyTorch, which is not installed"
     )
 
-import ast  # noqa: E402
-import importlib.util  # noqa: E402
 import warnings  # noqa: E402
-from functools import lru_cache  # noqa: E402
-from pathlib import Path  # noqa: E402
-from types import ModuleType  # noqa: E402
-from typing import Dict, Set, Tuple  # noqa: E402
 
-from conftest import FIXTURES, lint  # noqa: E402
-
-
-@lru_cache(maxsize=None)
-def _fixture(code: str) -> ModuleType:
-    """The fixture module of ``code`` (e.g. "agf109"), executed once."""
-    path = FIXTURES / f"{code}.py"
-    spec = importlib.util.spec_from_file_location(f"_oracle_inplace_{code}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@lru_cache(maxsize=None)
-def _spans(code: str) -> Dict[str, Tuple[int, int]]:
-    """Line span of each top-level class and function of the fixture."""
-    tree = ast.parse((FIXTURES / f"{code}.py").read_text(encoding="utf-8"))
-    return {
-        node.name: (node.lineno, node.end_lineno or node.lineno)
-        for node in tree.body
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef))
-    }
-
-
-@lru_cache(maxsize=None)
-def _findings(code: str) -> Tuple[Tuple[int, str], ...]:
-    path: Path = FIXTURES / f"{code}.py"
-    found = lint(path.read_text(encoding="utf-8"), filename=str(path), preview=True)
-    return tuple((finding.line, finding.code) for finding in found)
-
-
-def _codes_in(code: str, name: str) -> Set[str]:
-    """The codes the linter reports inside the top-level class or function ``name`` of a fixture."""
-    start, end = _spans(code)[name]
-    return {found for line, found in _findings(code) if start <= line <= end}
+from conftest import codes_inside as _codes_in, fixture_module as _fixture  # noqa: E402
 
 
 def _vector(*values: float) -> "torch.Tensor":

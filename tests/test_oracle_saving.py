@@ -21,52 +21,16 @@ else:
         "torch", reason="the oracle layer runs fixture Functions under PyTorch, which is not installed"
     )
 
-import ast  # noqa: E402
-import importlib.util  # noqa: E402
 import re  # noqa: E402
 import textwrap  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
-from functools import lru_cache  # noqa: E402
-from types import ModuleType  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Type  # noqa: E402
 
 from conftest import FIXTURES, expected_findings, lint  # noqa: E402
+from conftest import codes_inside as _linted_codes, fixture_module as _fixture, fixture_spans as _spans  # noqa: E402
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=None)
-def _fixture(stem: str) -> ModuleType:
-    """The fixture module ``tests/fixtures/<stem>.py``, executed once under a private name."""
-    path = FIXTURES / f"{stem}.py"
-    spec = importlib.util.spec_from_file_location(f"_oracle_saving_{stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@lru_cache(maxsize=None)
-def _spans(stem: str) -> Dict[str, Tuple[int, int]]:
-    tree = ast.parse((FIXTURES / f"{stem}.py").read_text(encoding="utf-8"))
-    return {
-        node.name: (node.lineno, node.end_lineno or node.lineno)
-        for node in tree.body
-        if isinstance(node, ast.ClassDef)
-    }
-
-
-@lru_cache(maxsize=None)
-def _findings(stem: str) -> Tuple[Tuple[int, str], ...]:
-    path = FIXTURES / f"{stem}.py"
-    return tuple((f.line, f.code) for f in lint(path.read_text(encoding="utf-8"), filename=str(path), preview=True))
-
-
-def _linted_codes(stem: str, name: str) -> Set[str]:
-    """Codes the linter reports inside fixture class ``name``."""
-    first, last = _spans(stem)[name]
-    return {code for line, code in _findings(stem) if first <= line <= last}
 
 
 def _annotated_codes(stem: str, name: str) -> Set[str]:

@@ -57,7 +57,7 @@ import time
 import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
 CHECKOUT = HERE.parent
@@ -162,6 +162,15 @@ def python_files(root: Path) -> List[Path]:
 # --------------------------------------------------------------------------------------------
 # Virtualenvs
 # --------------------------------------------------------------------------------------------
+
+
+def readable_sources(corpus: Path) -> Iterator[Tuple[Path, str]]:
+    """Each Python file of the corpus with its text, skipping those that cannot be read as UTF-8."""
+    for path in python_files(corpus):
+        try:
+            yield path, path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
 
 
 def venv_bin(venv: Path, name: str) -> Path:
@@ -499,11 +508,7 @@ def startup_files(corpus: Path) -> List[Tuple[str, Path]]:
     ``Function``) and the smallest file with a Function class: the two cases of a one-file run."""
     plain: List[Tuple[int, Path]] = []
     holding: List[Tuple[int, Path]] = []
-    for path in python_files(corpus):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
+    for path, text in readable_sources(corpus):
         if "Function" not in text:
             plain.append((len(text), path))
         elif _FUNCTION_CLASS.search(text):
@@ -581,11 +586,7 @@ def function_files(corpus: Path) -> List[FunctionFile]:
     """Files of the corpus holding Function classes, found with the plugin's own discovery."""
     discovery: Any = importlib.import_module("flake8_autograd.engine.discovery")
     found: List[FunctionFile] = []
-    for path in python_files(corpus):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
+    for path, text in readable_sources(corpus):
         if "Function" not in text:
             continue
         try:

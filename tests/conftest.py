@@ -63,6 +63,19 @@ def fixture_paths() -> List[Path]:
     return sorted(FIXTURES.glob("agf*.py"))
 
 
+def parseable_fixture_sources() -> List[Tuple[Path, str]]:
+    """Each fixture that parses (one being edited may not), with its text."""
+    sources = []
+    for path in fixture_paths():
+        source = path.read_text(encoding="utf-8")
+        try:
+            ast.parse(source)
+        except SyntaxError:
+            continue
+        sources.append((path, source))
+    return sources
+
+
 @lru_cache(maxsize=None)
 def fixture_module(stem: str) -> ModuleType:
     """The fixture ``tests/fixtures/<stem>.py`` executed once, under a private name (the oracle tests

@@ -28,7 +28,7 @@ import pytest
 from libcst.metadata import MetadataWrapper
 
 import corpus_check
-from conftest import FIXTURES, fixture_paths, lint, source_lines
+from conftest import FIXTURES, lint, parseable_fixture_sources, source_lines
 from flake8_autograd.engine.analysis import Analysis
 from flake8_autograd.engine.checker import INTERNAL_ERROR, check_module
 from flake8_autograd.engine.class_checks import _ModelBuilder
@@ -824,12 +824,7 @@ def test_statement_positions_from_ast_match_libcst_on_every_statement_kind() -> 
 
 
 def test_statement_positions_from_ast_match_libcst_on_the_fixtures() -> None:
-    for path in fixture_paths():
-        source = path.read_text(encoding="utf-8")
-        try:
-            ast.parse(source)
-        except SyntaxError:
-            continue  # a fixture being edited
+    for _path, source in parseable_fixture_sources():
         _statement_positions_agree(source)
 
 

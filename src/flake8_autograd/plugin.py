@@ -91,9 +91,9 @@ class AutogradChecker:
     def run(self) -> Iterator[Tuple[int, int, str, Type["AutogradChecker"]]]:
         if not might_define_function("".join(self.lines), self.function_bases):
             return  # most files: no import, no tree walked
-        from .engine.checker import check_module, class_checks_loaded
+        from .engine.checker import check_tree, class_checks_loaded
 
-        findings = check_module(self.tree, self.lines, self.filename, self.function_bases, preview=self.preview)
+        findings = check_tree(self.tree, self.lines, self.filename, self.function_bases, preview=self.preview)
         if class_checks_loaded():
             _settle_engine()
         for finding in findings:

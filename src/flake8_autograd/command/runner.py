@@ -16,7 +16,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from ..engine.checker import check_module, might_define_function
+from ..engine.checker import check_tree, might_define_function
 from ..fixes import computing_fixes
 from ..rules import PREVIEW_RULES, RULES
 from ..rules.base import Finding, Rule
@@ -115,7 +115,7 @@ def lint_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Tuple[
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return [], f"skipped, not valid Python: {_syntax_reason(error)}"
     with computing_fixes():  # the command always says which findings it could fix
-        findings = check_module(tree, lines, path, options.function_bases, options.rules)
+        findings = check_tree(tree, lines, path, options.function_bases, options.rules)
     noqa = InlineNoqa(lines)
     selected = [
         finding

@@ -18,7 +18,7 @@ from .discovery import Discovery
 if TYPE_CHECKING:  # pragma: no cover
     from ..rules.base import Rule
 
-__all__ = ["INTERNAL_ERROR", "check_module", "class_checks_loaded", "might_define_function"]
+__all__ = ["INTERNAL_ERROR", "check_module", "check_tree", "class_checks_loaded", "might_define_function"]
 
 _CLASS_CHECKS = __name__.rsplit(".", 1)[0] + ".class_checks"
 
@@ -49,6 +49,20 @@ def check_module(
     """
     if not might_define_function("".join(lines), extra_bases):
         return []
+    return check_tree(tree, lines, filename, extra_bases, rules, preview=preview)
+
+
+def check_tree(
+    tree: ast.Module,
+    lines: Sequence[str],
+    filename: str = "<unknown>",
+    extra_bases: Sequence[str] = (),
+    rules: Optional[Iterable["Rule"]] = None,
+    *,
+    preview: bool = False,
+) -> List[Finding]:
+    """:func:`check_module` for an adapter that has already passed the file through the text test (so
+    that the text of every such file is not joined and searched twice)."""
     try:
         discovery = Discovery(tree, filename, extra_bases)
         if not discovery.function_classes:

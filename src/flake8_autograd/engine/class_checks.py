@@ -1,6 +1,6 @@
 """Checking the Function classes of one module: parse each class with libcst, build its model, and
-hand the model to every rule. Reached through :func:`.checker.check_module`, once discovery has found
-at least one class.
+hand the model to every rule. Reached through :func:`.checker.check_tree` (or ``check_module``),
+once discovery has found at least one class.
 """
 
 from __future__ import annotations

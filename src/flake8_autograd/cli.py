@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from .command.files import is_excluded, python_files
-from .command.fixer import FixedFile, fix_source, fixed_files, unified_diff
+from .command.fixer import FixedFile, fix_source, fixed_files
 from .command.formats import FORMATS, Run
+from .command.patch import unified_diff
 from .command.runner import Outcome, check_files, check_source
 from .command.settings import Settings, UsageError, parse_settings
 from .rules import PREVIEW_RULES

@@ -11,7 +11,7 @@ import ast
 import difflib
 import textwrap
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 from hypothesis import given
@@ -20,7 +20,7 @@ from conftest import fixture_paths, source_lines
 from flake8_autograd.command.fixer import fix_text
 from flake8_autograd.command.runner import CheckOptions
 from flake8_autograd.engine.checker import check_module
-from flake8_autograd.fixes import Fix, apply_fixes, computing_fixes, split_lines
+from flake8_autograd.fixes import Edit, Fix, apply_fixes, computing_fixes, split_lines
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding
 from test_properties import PROPERTIES, fixture_mutants
@@ -78,9 +78,46 @@ def check_each_fix(text: str) -> int:
     return len(fixable)
 
 
+ClassKey = Tuple[str, int]  # a class's qualified name, and which of the classes of that name it is
+
+
+def codes_per_class(text: str, findings: List[Finding]) -> Dict[Optional[ClassKey], Set[str]]:
+    """The codes found in each class of ``text`` (None: findings outside every class)."""
+    spans: List[Tuple[int, int, ClassKey]] = []
+    seen: Dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                name = prefix + child.name
+                seen[name] = seen.get(name, 0) + 1
+                first = min([child.lineno] + [decorator.lineno for decorator in child.decorator_list])
+                spans.append((first, child.end_lineno or child.lineno, (name, seen[name])))
+                visit(child, name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(text), "")
+    codes: Dict[Optional[ClassKey], Set[str]] = {}
+    for finding in findings:
+        enclosing = [span for span in spans if span[0] <= finding.line <= span[1]]
+        key = max(enclosing, key=lambda span: span[0])[2] if enclosing else None  # the innermost
+        codes.setdefault(key, set()).add(finding.code)
+    return codes
+
+
+def assert_no_new_codes(before: str, after: str) -> None:
+    """A fixed class has no finding of a code (preview included) that it did not have before the fix."""
+    old = codes_per_class(before, findings_with_fixes(before))
+    new = codes_per_class(after, findings_with_fixes(after))
+    for key, codes in new.items():
+        assert codes <= old.get(key, set()), (key, codes - old.get(key, set()), after)
+
+
 def check_whole_file(text: str) -> Tuple[str, int]:
     fixed, count, remaining, _ = fix_text(text, "example.py", EVERYTHING)
     ast.parse(fixed)
+    assert_no_new_codes(text, fixed)
     assert not [finding for finding in remaining if finding.fix is not None]
     again, count_again, _, _ = fix_text(fixed, "example.py", EVERYTHING)
     assert (again, count_again) == (fixed, 0)  # a second --fix changes nothing
@@ -267,3 +304,51 @@ def test_agf003_saves_an_input_only_when_that_is_the_whole_story() -> None:
     assert "ctx.x = x" in fixed(read_elsewhere)
     conditional = simple.replace("        ctx.x = x\n", "        if y:\n            ctx.x = x\n")
     assert "ctx.x = x" in fixed(conditional)
+
+
+def test_agf003_saves_every_fixable_tensor_of_a_forward_in_one_call() -> None:
+    two = HEADER + textwrap.dedent(
+        """\
+        class Fn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a: torch.Tensor, b: torch.Tensor):
+                ctx.a = a
+                ctx.also_a = a
+                out = a * b
+                ctx.b = b
+                ctx.out = out
+                return out
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * ctx.b * ctx.out / ctx.out, grad * ctx.a * ctx.also_a / ctx.a
+        """
+    )
+    text, count, remaining, _ = fix_text(two, "example.py", EVERYTHING)
+    assert count == 4 and not [finding for finding in remaining if finding.code == "AGF003"]
+    assert text.count("save_for_backward") == 1
+    # One call where the last store was (every tensor is bound by then); a tensor stored twice saved once.
+    assert "        out = a * b\n        ctx.save_for_backward(a, b, out)\n        return out\n" in text
+    assert (
+        "return grad * ctx.saved_tensors[1] * ctx.saved_tensors[2] / ctx.saved_tensors[2], "
+        "grad * ctx.saved_tensors[0] * ctx.saved_tensors[0] / ctx.saved_tensors[0]"
+    ) in text
+    # A store whose line holds more than the store (a comment here) is not removed: it stays, reported.
+    commented = two.replace("ctx.a = a\n", "ctx.a = a  # for backward\n")
+    text, count, remaining, _ = fix_text(commented, "example.py", EVERYTHING)
+    assert text.count("save_for_backward") == 1 and "ctx.a = a  # for backward" in text
+    assert "ctx.save_for_backward(a, b, out)" in text  # ``also_a`` holds ``a`` too
+    assert [finding.code for finding in remaining].count("AGF003") == 1
+
+
+def test_apply_fixes_counts_a_shared_fix_once_per_finding_and_skips_overlaps() -> None:
+    text = "a = 1\nb = 2\n"
+    shared = Fix((Edit((1, 0), (1, 1), "x"), Edit((2, 0), (2, 1), "y")))
+    overlapping = Fix((Edit((1, 0), (2, 5), "a = 3"),))
+    inside = Fix((Edit((2, 4), (2, 5), "4"),))
+    assert apply_fixes(text, [shared, shared, overlapping, inside]) == ("x = 1\ny = 4\n", 3)
+    same_point = Fix((Edit.insert((1, 0), "# one\n"),))
+    other_point = Fix((Edit.insert((1, 0), "# two\n"),))
+    assert apply_fixes(text, [same_point, other_point]) == ("# one\na = 1\nb = 2\n", 1)
+    # Inserted lines take the line ending of the line they go on.
+    assert apply_fixes("a = 1\r\nb = 2\n", [Fix((Edit.insert((2, 0), "c = 3\n"),))]) == ("a = 1\r\nc = 3\nb = 2\n", 1)

@@ -162,10 +162,8 @@ def test_encoding_bom_newlines_and_mode_are_kept(tmp_path: Path) -> None:
         "no_final_newline.py": BROKEN_FIXED.rstrip("\n").encode("utf-8"),
         "bom.py": b"\xef\xbb\xbf" + ("# caf\u00e9\n" + BROKEN_FIXED).encode("utf-8"),
         "latin.py": (LATIN_HEADER + BROKEN_FIXED).encode("latin-1"),
-        # The new decorator line takes the line ending of the file's first line.
-        "mixed.py": BROKEN_FIXED.replace("\n", "\r\n", 3)
-        .replace("@staticmethod\n    def forward", "@staticmethod\r\n    def forward")
-        .encode(),
+        # The new decorator line takes the line ending of the line it goes on (LF), not the first line's.
+        "mixed.py": BROKEN_FIXED.replace("\n", "\r\n", 3).encode(),
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)

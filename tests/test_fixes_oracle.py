@@ -138,6 +138,45 @@ SNIPPETS = {
             return Fn.apply(x)
         """
     ),
+    "two tensors kept on ctx": (
+        """
+        import torch
+
+        class Fn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a: torch.Tensor, b: torch.Tensor):
+                ctx.a = a
+                ctx.b = b
+                return a * b
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * ctx.b, grad * ctx.a
+
+        def run(x):
+            return Fn.apply(x.detach() * 3 + 1, x)
+        """
+    ),
+    "an input and the output kept on ctx": (
+        """
+        import torch
+
+        class Fn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x: torch.Tensor):
+                ctx.x = x
+                out = x * x
+                ctx.out = out
+                return out
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2 * ctx.out / ctx.x
+
+        def run(x):
+            return Fn.apply(x)
+        """
+    ),
     "list return and instantiation": (
         """
         import torch
@@ -185,6 +224,8 @@ def test_fixed_snippets_compute_the_intended_gradients(name: str) -> None:
         "missing None gradients": torch.full_like(x, 2.0),
         "list return and instantiation": 2 * x + 1,
         "tensor kept on ctx": x.exp(),
+        "two tensors kept on ctx": 3 * x + 1,  # the gradient of b is a
+        "an input and the output kept on ctx": 2 * x,
     }[name]
     assert after is not None, fixed_source
     assert torch.allclose(after[0], expected)

@@ -10,7 +10,9 @@ positions edits are made at (:class:`NodeLocator`).
 from __future__ import annotations
 
 import ast
+import bisect
 import re
+from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -75,46 +77,87 @@ def _offsets(lines: Sequence[str]) -> List[int]:
     return offsets
 
 
-def _newline_of(lines: Sequence[str]) -> str:
-    for line in lines:
-        match = _LINE_END.search(line)
+def _newline_of(lines: Sequence[str], line: int) -> str:
+    """The line ending of the edited line (1-based), else of the nearest line above it, else ``\\n``.
+
+    A file may mix line endings; inserted lines take their neighbours', not the file's first one.
+    """
+    for index in range(min(line, len(lines)) - 1, -1, -1):
+        match = _LINE_END.search(lines[index])
         if match:
             return match.group()
-    return "\n"
+    return _newline_of(lines, len(lines)) if line < len(lines) else "\n"
 
 
-def _overlaps(fix: Fix, taken: Sequence[Fix]) -> bool:
-    for other in taken:
-        for edit in fix.edits:
-            for kept in other.edits:
-                if edit.start < kept.end and kept.start < edit.end:
-                    return True
-                if edit.start == kept.start:  # two insertions at one point: order would be a guess
-                    return True
-    return False
+class _TakenEdits:
+    """The edits of the fixes taken so far, kept sorted by start, none overlapping another.
+
+    Because the taken edits never overlap, they are sorted by their ends too: whether a new edit
+    overlaps one is answered by its neighbours alone (a binary search, not a scan of every fix).
+    """
+
+    def __init__(self) -> None:
+        self.starts: List[Position] = []
+        self.ends: List[Position] = []
+
+    def clashes(self, edit: Edit) -> bool:
+        index = bisect.bisect_left(self.starts, edit.start)
+        if index < len(self.starts):
+            following = self.starts[index]
+            # one that starts at the same point (two insertions there: their order would be a guess),
+            # or inside this edit
+            if following == edit.start or following < edit.end:
+                return True
+        return index > 0 and self.ends[index - 1] > edit.start  # the one before reaches into this edit
+
+    def add(self, edit: Edit) -> None:
+        index = bisect.bisect_left(self.starts, edit.start)
+        self.starts.insert(index, edit.start)
+        self.ends.insert(index, edit.end)
+
+
+def _self_overlapping(fix: Fix) -> bool:
+    edits = sorted(fix.edits, key=lambda edit: (edit.start, edit.end))
+    return any(later.start < earlier.end for earlier, later in zip(edits, edits[1:]))
 
 
 def apply_fixes(text: str, fixes: Iterable[Fix]) -> Tuple[str, int]:
-    """``text`` with every fix applied that does not overlap an earlier one; and how many were applied."""
-    taken: List[Fix] = []
-    for fix in sorted(fixes, key=lambda fix: fix.span):
-        if fix.edits and not _overlaps(fix, taken):
-            taken.append(fix)
-    if not taken:
+    """``text`` with every fix applied that does not overlap an earlier one; and how many findings that fixed.
+
+    One fix may be attached to several findings (one edit that repairs them together, such as one
+    ``save_for_backward`` call for several tensors): it is applied once and counts for each of them.
+    """
+    findings_per_fix = Counter(fix for fix in fixes if fix.edits)
+    taken = _TakenEdits()
+    chosen: List[Edit] = []
+    repaired = 0
+    for fix in sorted(findings_per_fix, key=lambda fix: fix.span):
+        if _self_overlapping(fix) or any(taken.clashes(edit) for edit in fix.edits):
+            continue  # the next pass sees the file again and can take it then
+        for edit in fix.edits:
+            taken.add(edit)
+        chosen.extend(fix.edits)
+        repaired += findings_per_fix[fix]
+    if not chosen:
         return text, 0
     lines = split_lines(text)
     offsets = _offsets(lines)
-    newline = _newline_of(lines)
 
     def offset(position: Position) -> int:
         line, column = position
         return offsets[line - 1] + column
 
-    edits = sorted((edit for fix in taken for edit in fix.edits), key=lambda edit: edit.start, reverse=True)
-    for edit in edits:
-        replacement = edit.replacement.replace("\n", newline)  # keep the file's own line endings
-        text = text[:offset(edit.start)] + replacement + text[offset(edit.end):]
-    return text, len(taken)
+    pieces: List[str] = []
+    copied_up_to = 0
+    # one pass over the text: a stable sort keeps a fix's own edits in their order
+    for edit in sorted(chosen, key=lambda edit: (edit.start, edit.end)):
+        start = offset(edit.start)
+        pieces.append(text[copied_up_to:start])
+        # keep the file's own line endings: those of the line edited
+        pieces.append(edit.replacement.replace("\n", _newline_of(lines, edit.start[0])))
+        copied_up_to = offset(edit.end)
+    pieces.append(text[copied_up_to:])
+    return "".join(pieces), repaired
 
 
 # -- computing fixes: wanted only by the command ------------------------------------------------------
@@ -180,6 +223,17 @@ class NodeLocator:
         if span is None or self.text(*span) != bare_code(node):
             return None
         return Edit(span[0], span[1], replacement)
+
+    def delete_line(self, node: cst.CSTNode) -> Optional[Edit]:
+        """An edit removing the line that holds ``node`` and nothing else (no comment, no other statement)."""
+        span = self.span(node)
+        prefix = self.line_prefix(node)
+        if span is None or prefix is None or self.text(*span) != bare_code(node):
+            return None
+        (line, _), (end_line, end_column) = span
+        if end_line != line or line >= len(self.lines) or self.lines[line - 1][end_column:].strip(" \t\r\n"):
+            return None
+        return Edit((line, 0), (line + 1, 0), "")
 
     def line_prefix(self, node: cst.CSTNode) -> Optional[str]:
         """The whitespace before ``node`` on its line; None when anything else precedes it."""

@@ -53,13 +53,28 @@ def counted_returns(method: Method, inference: TensorInference) -> List[CountedR
     if method.node is None or facts.yields or is_stub(method.node):
         return []
     counter = _Counter(inference)
-    results = [
-        CountedReturn(ret, [(_NONE,)] if ret.value is None else counter.slots(ret.value)) for ret in facts.returns
-    ]
+    results = [CountedReturn(ret, _returned_slots(method, ret, counter)) for ret in facts.returns]
     body = method.node.body
     if isinstance(body, cst.IndentedBlock) and can_fall_off(body.body):
         results.append(CountedReturn(method.node, [(_NONE,)]))
     return results
+
+
+def _returned_slots(method: Method, ret: cst.Return, counter: "_Counter") -> Optional[List[Slot]]:
+    if ret.value is None:
+        return [(_NONE,)]
+    value = ret.value
+    if method.name in GRADIENT_RETURNING and isinstance(value, cst.List):
+        # PyTorch takes a list as one value (AGF116 reports that); the count the author meant is its
+        # length, and it is what a tuple, the fix, will hold.
+        if any(isinstance(element, cst.StarredElement) for element in value.elements):
+            return None
+        return [(element.value,) for element in value.elements]
+    return counter.slots(value)
+
+
+# The methods whose return value PyTorch reads as one gradient per input (AGF116 reports their lists).
+GRADIENT_RETURNING = frozenset({"backward", "vjp"})
 
 
 def is_stub(function: cst.FunctionDef) -> bool:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Sequence
 
 import libcst as cst
 
@@ -10,7 +11,7 @@ from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, CtxStore, Method
 from ..engine.tensors import Kind, TensorInference
 from ..engine.walk import is_larger_than
-from ..fixes import Fix, locator
+from ..fixes import Edit, Fix, locator
 from .base import Finding, Rule
 
 HARMS = {
@@ -82,39 +83,37 @@ class TensorOnCtxRule(Rule):
         """``ctx.x = x`` becomes ``ctx.save_for_backward(x)``, and each ``ctx.x`` in backward
         ``ctx.saved_tensors[0]``.
 
-        Only the simplest case, where that is the whole story: a forward input or the returned output,
-        stored once, unconditionally, by a forward that saves nothing else, returns once at its end and
-        never changes the tensor afterwards; read only by backward, only as ``ctx.x``; in a class no
-        other class extends and no unseen base completes.
+        Only the simplest case, where that is the whole story: forward inputs or the returned output,
+        each stored once, unconditionally, by a forward that saves nothing else, returns once at its end
+        and never changes them afterwards; read only by backward, only as ``ctx.x``; in a class no other
+        class extends and no unseen base completes.
+
+        A second call would replace what the first saved, so every such store of the forward is repaired
+        by one fix: one call, where the last of them stood, saving all their tensors (the others' lines
+        removed), and each read indexing its own tensor. That one fix is attached to each finding it repairs.
         """
         forward = model.own_methods.get("forward")
         backward = model.own_methods.get("backward")
         if forward is None or backward is None or not _plain_pair(model, forward, backward, analysis):
             return None
-        assert forward.node is not None and backward.node is not None
+        stores = _fixable_stores(model, forward, backward, analysis)
         at = (finding.line, finding.column)
-        store = next((store for store in forward.facts.ctx_stores if forward.position(store.node) == at), None)
-        if store is None or not isinstance(store.node, cst.Attribute) or not isinstance(store.value, cst.Name):
-            return None
-        attribute, name = store.attribute, store.value.value
-        assignment = _top_level_assignment(forward.node, store.node)
-        if assignment is None or not _stored_safely(forward, attribute, name):
-            return None
-        reads = backward.facts.ctx_reads.get(attribute, [])
-        ctx_of_backward = backward.ctx_name
-        if not reads or ctx_of_backward is None:
-            return None
-        if _attribute_uses(backward.node, ctx_of_backward, attribute) != len(reads):
-            return None  # a read in a nested scope, a store, ``del``: more than ``ctx.x`` reads
-        if any(_mentions(method.node, attribute) for method in model.own_methods.values()
-               if method not in (forward, backward) and method.node is not None):
+        if not any(forward.position(store.target) == at for store in stores):
             return None
         where = locator(model.segment)
-        if where is None:
+        if where is None or forward.ctx_name is None or backward.ctx_name is None:
             return None
-        edits = [where.replace(assignment, f"{forward.ctx_name}.save_for_backward({name})")]
-        edits += [where.replace(read, f"{ctx_of_backward}.saved_tensors[0]") for read in reads]
-        if any(edit is None for edit in edits):
+        *moved, last = stores
+        removals = [where.delete_line(store.assignment) for store in moved]
+        stores = [store for store, removal in zip(moved, removals) if removal is not None] + [last]
+        names = list(dict.fromkeys(store.name for store in stores))  # a tensor stored twice is saved once
+        saved = ", ".join(names)
+        edits: List[Optional[Edit]] = [removal for removal in removals if removal is not None]
+        edits.append(where.replace(last.assignment, f"{forward.ctx_name}.save_for_backward({saved})"))
+        for store in stores:
+            index = names.index(store.name)
+            edits += [where.replace(read, f"{backward.ctx_name}.saved_tensors[{index}]") for read in store.reads]
+        if any(edit is None for edit in edits) or not any(forward.position(store.target) == at for store in stores):
             return None
         return Fix(tuple(edit for edit in edits if edit is not None))
 
@@ -183,6 +182,41 @@ def _plain_pair(model: ClassModel, forward: Method, backward: Method, analysis: 
         return False  # it saves (or marks) something already: the saved tuple has a layout to keep
     saved = {"saved_tensors", "saved_variables"}
     return not saved.intersection(backward.facts.ctx_reads) and not backward.facts.ctx_stores
+
+
+@dataclass(frozen=True)
+class _FixableStore:
+    """``ctx.<attribute> = <name>`` that one ``save_for_backward`` call can replace."""
+
+    target: cst.Attribute
+    assignment: cst.Assign
+    name: str
+    reads: Sequence[cst.Attribute]  # every ``ctx.<attribute>`` of backward
+
+
+def _fixable_stores(model: ClassModel, forward: Method, backward: Method, analysis: Analysis) -> List[_FixableStore]:
+    """The tensor stores of forward (those AGF003 reports) that saving would repair, in the order stored."""
+    assert forward.node is not None and backward.node is not None and backward.ctx_name is not None
+    inference = analysis.inference(forward)
+    others = [method.node for method in model.own_methods.values()
+              if method not in (forward, backward) and method.node is not None]
+    fixable: List[_FixableStore] = []
+    for store in forward.facts.ctx_stores:
+        if not isinstance(store.node, cst.Attribute) or not isinstance(store.value, cst.Name):
+            continue
+        if TensorOnCtxRule._describe(store, inference) is None:
+            continue
+        attribute, name = store.attribute, store.value.value
+        assignment = _top_level_assignment(forward.node, store.node)
+        if assignment is None or not _stored_safely(forward, attribute, name):
+            continue
+        reads = backward.facts.ctx_reads.get(attribute, [])
+        if not reads or _attribute_uses(backward.node, backward.ctx_name, attribute) != len(reads):
+            continue  # a read in a nested scope, a store, ``del``: more than ``ctx.x`` reads
+        if any(_mentions(other, attribute) for other in others):
+            continue
+        fixable.append(_FixableStore(store.node, assignment, name, reads))
+    return fixable
 
 
 def _top_level_assignment(function: cst.FunctionDef, target: cst.Attribute) -> Optional[cst.Assign]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from typing import Iterator, List, Sequence
+from typing import Hashable, Iterator, List, Sequence, Set
 
 # Folders never walked into: tool and version-control state, virtualenvs, build output. They are
 # still checked when named on the command line.
@@ -44,16 +44,34 @@ def _matches(text: str, patterns: Sequence[str]) -> bool:
 
 
 def python_files(paths: Sequence[str], exclude: Sequence[str]) -> List[str]:
-    """The files to check, each once, in the order found (``-`` stays as it is: standard input)."""
-    seen = set()
+    """The files to check, each once, in the order found (``-`` stays as it is: standard input).
+
+    A file named twice, also through a symbolic or hard link, is kept under the first name given:
+    fixed twice, it would be counted twice, and the second fix would find the file changed under it.
+    """
+    seen: Set[Hashable] = set()
     found: List[str] = []
     for path in paths:
         for name in _expand(path, exclude):
-            key = name if name == "-" else os.path.normcase(os.path.abspath(name))
+            key = _identity(name)
             if key not in seen:
                 seen.add(key)
                 found.append(name)
     return found
+
+
+def _identity(name: str) -> Hashable:
+    """What tells one file from another: its device and inode, else (a missing file, a system without
+    inodes) the path it resolves to."""
+    if name == "-":
+        return name
+    try:
+        status = os.stat(name)
+    except OSError:  # reported when it is read, under the name given
+        status = None
+    if status is not None and status.st_ino:
+        return (status.st_dev, status.st_ino)
+    return os.path.normcase(os.path.realpath(name))
 
 
 def _expand(path: str, exclude: Sequence[str]) -> Iterator[str]:

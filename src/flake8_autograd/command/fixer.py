@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import codecs
 import contextlib
+import errno
 import functools
 import io
 import multiprocessing
@@ -19,7 +20,7 @@ import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..fixes import apply_fixes
 from ..rules.base import Finding
@@ -117,7 +118,7 @@ def fix_source(data: bytes, path: str, options: CheckOptions) -> FixedFile:
 
 
 def fix_file(path: str, options: CheckOptions, write: bool) -> FixedFile:
-    """Fix one file, and replace it when ``write`` and something was fixed; never raises."""
+    """Fix one file, and write it when ``write`` and something was fixed; never raises."""
     try:
         with open(path, "rb") as stream:
             data = stream.read()
@@ -127,37 +128,160 @@ def fix_file(path: str, options: CheckOptions, write: bool) -> FixedFile:
     if write and result.after != result.before:
         try:
             replace_file(path, result.before, result.after)
+        except WriteRefused as refusal:
+            return _left_as_it_is(data, path, options, str(refusal))
         except OSError as error:
-            failed = Outcome(path, result.outcome.reports, error=f"cannot write the fixes: {error.strerror or error}")
-            return FixedFile(failed, 0, data, data)
+            return _left_as_it_is(data, path, options, f"cannot write the fixes: {error.strerror or error}")
     return result
 
 
-def replace_file(path: str, expected: bytes, data: bytes) -> None:
-    """Replace the file's bytes at once: a temporary file beside it, then ``os.replace``.
+def _left_as_it_is(data: bytes, path: str, options: CheckOptions, reason: str) -> FixedFile:
+    """A file the fixes were not written to: the findings of the file as it stands (those before any fix,
+    fixable ones marked so), and why it was not written; nothing counted as fixed."""
+    as_it_stands = check_source(data, path, options)
+    if as_it_stands.error:
+        reason = f"{reason}; {as_it_stands.error}"
+    return FixedFile(Outcome(path, as_it_stands.reports, error=reason, notice=as_it_stands.notice), 0, data, data)
 
-    Readers see the old file or the new one, never half of one. The mode is kept; a symbolic link is
-    followed, so the file it points to is replaced, not the link. A file changed since it was read is
-    left alone.
+
+class WriteRefused(OSError):
+    """The file was left as it is on purpose; the message says why."""
+
+
+_CHANGED = "changed while it was being fixed; left as it is"
+_ANY_WRITE_BIT = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+_NAME_KEPT_IN_TEMPORARY = 64  # characters of the file's name in its temporary's: never too long a name
+
+
+def replace_file(path: str, expected: bytes, data: bytes) -> None:
+    """Write ``data`` over the file at ``path``, which must still hold ``expected``.
+
+    A symbolic link is followed: the file it points to is written, and the link stays. There are two
+    ways to write a file, and each keeps something the other loses:
+
+    - Replaced at once: a complete temporary file beside it, given its mode, then ``os.replace``.
+      Readers, and a crash, see the old bytes or the new ones, never half of them; but the result is
+      a new file, owned by whoever runs the command, without the old one's extended attributes (ACLs,
+      security labels) or its other names (hard links).
+    - Written in place (``r+b``, write, truncate, ``fsync``): the same file, so its owner, group,
+      extended attributes, hard links and mode stay; but a reader at that moment, or a crash, can see
+      it half written. The space a longer file needs is taken before a byte is written, and a write
+      that fails puts the old bytes back where it can.
+
+    A file is replaced at once when that loses nothing: it has one name, and the temporary file, once
+    given its mode, has its owner, group and extended attributes. Otherwise it is written in place, as
+    it is when no temporary file can be made beside it (a read-only folder, say).
+
+    Raises ``WriteRefused`` for a file the user may not write, or without a write bit at all (root could
+    write it, but its owner marked it read-only), as editors refuse it; and for a file that changed
+    since it was read. Any other failure raises ``OSError``.
     """
     target = os.path.realpath(path)
-    with open(target, "rb") as stream:
-        if stream.read() != expected:
-            raise OSError(f"{path} changed while it was being fixed; left as it is")
-    mode = stat.S_IMODE(os.stat(target).st_mode)
+    status = os.stat(target)
+    if not status.st_mode & _ANY_WRITE_BIT or not os.access(target, os.W_OK):
+        raise WriteRefused("is read-only; left as it is")
+    temporary = _temporary_like(target, status) if status.st_nlink == 1 else None
+    if temporary is None:
+        _write_in_place(target, expected, data)
+    else:
+        _replace_at_once(target, temporary, expected, data)
+
+
+def _temporary_like(target: str, status: os.stat_result) -> Optional[Tuple[int, str]]:
+    """An empty temporary file beside ``target`` that nothing but its bytes tells from it (its open
+    descriptor and path); None when there cannot be one."""
     directory, name = os.path.split(target)
-    handle, temporary = tempfile.mkstemp(dir=directory or ".", prefix=f".{name}.", suffix=".tmp")
+    try:
+        handle, temporary = tempfile.mkstemp(
+            dir=directory or ".", prefix=f".{name[:_NAME_KEPT_IN_TEMPORARY]}.", suffix=".tmp"
+        )
+    except OSError:
+        return None
+    try:
+        os.chmod(temporary, stat.S_IMODE(status.st_mode))  # before comparing: a mode change can change an ACL
+        made = os.fstat(handle)
+        if (made.st_uid, made.st_gid) == (status.st_uid, status.st_gid):
+            if _extended_attributes(handle) == _extended_attributes(target):
+                return handle, temporary
+    except OSError:  # attributes that cannot be read cannot be compared: write in place
+        pass
+    except BaseException:
+        _discard(handle, temporary)
+        raise
+    _discard(handle, temporary)
+    return None
+
+
+def _extended_attributes(file: Union[int, str]) -> Dict[str, bytes]:
+    """A file's extended attributes, by name ({} where the system or filesystem has none)."""
+    if not hasattr(os, "listxattr"):
+        return {}
+    try:
+        names = os.listxattr(file)
+    except OSError as error:
+        if error.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return {}
+        raise
+    return {name: os.getxattr(file, name) for name in names}
+
+
+def _discard(handle: int, temporary: str) -> None:
+    with contextlib.suppress(OSError):
+        os.close(handle)
+    with contextlib.suppress(OSError):
+        os.unlink(temporary)
+
+
+def _replace_at_once(target: str, temporary: Tuple[int, str], expected: bytes, data: bytes) -> None:
+    handle, name = temporary
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
+        with open(target, "rb") as stream:  # checked last, to leave the least time for an edit to be lost
+            if stream.read() != expected:
+                raise WriteRefused(_CHANGED)
+        os.replace(name, target)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temporary)
+            os.unlink(name)
         raise
+
+
+def _write_in_place(target: str, expected: bytes, data: bytes) -> None:
+    with open(target, "r+b", buffering=0) as stream:
+        if stream.readall() != expected:
+            raise WriteRefused(_CHANGED)
+        _reserve(stream.fileno(), len(expected), len(data))  # a full disk fails here, before a byte is written
+        try:
+            _write_from_start(stream, data)
+            os.fsync(stream.fileno())
+        except OSError:
+            with contextlib.suppress(OSError):  # put the old bytes back rather than leave half of the new
+                _write_from_start(stream, expected)
+                os.fsync(stream.fileno())
+            raise
+
+
+def _reserve(handle: int, size: int, new_size: int) -> None:
+    """Allocate the disk space a file growing from ``size`` to ``new_size`` bytes needs, where the
+    filesystem can say in advance."""
+    if new_size <= size or not hasattr(os, "posix_fallocate"):
+        return
+    try:
+        os.posix_fallocate(handle, size, new_size - size)
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise
+
+
+def _write_from_start(stream: io.FileIO, data: bytes) -> None:
+    stream.seek(0)
+    view = memoryview(data)
+    while view:
+        view = view[stream.write(view):]
+    stream.truncate(len(data))
 
 
 def fixed_files(paths: Sequence[str], options: CheckOptions, write: bool, jobs: int) -> List[FixedFile]:

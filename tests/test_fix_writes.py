@@ -9,6 +9,7 @@ and are skipped without it.
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import shutil
@@ -234,6 +235,28 @@ def test_the_fixer_reports_the_findings_of_a_file_it_could_not_write(tmp_path: P
         ("AGF001", True),
         ("AGF002", True),
     ]
+
+
+def test_a_write_in_place_that_fails_puts_the_old_bytes_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = legacy_file(tmp_path)
+    os.link(path, tmp_path / "alias.py")  # a second name: written in place
+    real_write = fixer._write_from_start
+    calls = []
+
+    def write_half_then_fail(stream: io.FileIO, data: bytes) -> None:
+        calls.append(data)
+        if len(calls) > 1:
+            real_write(stream, data)
+            return
+        real_write(stream, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(fixer, "_write_from_start", write_half_then_fail)
+    result = fixer.fix_file(str(path), CheckOptions(), write=True)
+    assert len(calls) == 2
+    assert path.read_text(encoding="utf-8") == LEGACY_RELU
+    assert result.outcome.error == f"cannot write the fixes: {os.strerror(errno.ENOSPC)}"
+    assert [report.code for report in result.outcome.reports] == ["AGF001", "AGF002"]
 
 
 # -- a file named twice ----------------------------------------------------------------------------------

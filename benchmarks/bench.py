@@ -16,6 +16,9 @@ What it measures (see docs/performance.md for the figures and how to read them):
               a file that cannot hold a Function class, and a small one that does.
 2. dense      the plugin's own work on files that hold Function classes vs ``libcst.parse_module``.
 3. scaling    time per class on generated files of 1 to 10,000 Function classes (and a PNG plot).
+   fixes      time per fix of ``--fix``/``--diff`` with 1,000 to 10,000 fixes in one file, and time per call
+              of AGF111 (flake8 with --autograd-preview, and the command with its fixes) with 1,000 to
+              10,000 direct calls in one function: each should stay flat.
 4. command    wall time of the ``flake8-autograd`` console script with -j 1 and -j 2.
 5. torchfix   ``flake8 -j 1`` with TorchFix installed vs without, as a reference.
 6. memory     the plugin's peak (tracemalloc) while checking a file vs the size of its libcst tree.
@@ -62,8 +65,10 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 HERE = Path(__file__).resolve().parent
 CHECKOUT = HERE.parent
 DEFAULT_PLOT = CHECKOUT / "docs" / "performance-scaling.png"
-SECTIONS = ("overhead", "instructions", "startup", "torchfix", "command", "dense", "scaling", "memory")
-INNER_SECTIONS = ("dense", "scaling", "memory")
+SECTIONS = ("overhead", "instructions", "startup", "torchfix", "command", "dense", "scaling", "fixes", "memory")
+INNER_SECTIONS = ("dense", "scaling", "fixes", "memory")
+# Fixes in one file, and direct calls in one function, for the fixes section.
+FIX_COUNTS = (1000, 2500, 5000, 10000)
 SIZES = (1, 10, 100, 1000, 10000)
 # A file counts as Function-dense when at least this share of its lines are inside Function classes.
 DENSE_SHARE = 0.5
@@ -1016,6 +1021,72 @@ def section_memory(corpus: Path, generated_classes: int) -> Dict[str, Any]:
     return {"rows": rows}
 
 
+_FIXABLE_CLASS = """
+class Legacy{index}(torch.autograd.Function):
+    def forward(self, x):
+        return x * {index}
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * {index}
+"""
+
+
+def fixable_module(fixes: int) -> str:
+    """A file with ``fixes`` certain fixes: each class lacks a ``@staticmethod`` and names its ctx ``self``."""
+    return "import torch\n" + "".join(_FIXABLE_CLASS.format(index=index) for index in range(fixes // 2))
+
+
+def direct_calls_module(calls: int, call: str) -> str:
+    """One Function class and one function holding ``calls`` lines of ``call`` (AGF111 each)."""
+    body = "".join(f"    x = {call}\n" for _ in range(calls))
+    return (
+        "import torch\n\n\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        return x * 2\n\n    @staticmethod\n    def backward(ctx, grad):\n        return grad * 2\n\n\n"
+        f"def run(x):\n{body}    return x\n"
+    )
+
+
+def section_fixes(counts: Sequence[int]) -> Dict[str, Any]:
+    """Per fix and per call, at each count: a flat row means linear time."""
+    fixer: Any = importlib.import_module("flake8_autograd.command.fixer")
+    patch: Any = importlib.import_module("flake8_autograd.command.patch")
+    runner: Any = importlib.import_module("flake8_autograd.command.runner")
+    preview = runner.CheckOptions(preview=True)
+    plugin_preview = checker_runner(True)
+
+    def fix_and_diff(text: str) -> int:
+        fixed, count, _, _ = fixer.fix_text(text, "generated.py", preview)
+        patch.unified_diff("generated.py", text.encode(), fixed.encode())
+        return int(count)
+
+    def fix_calls(text: str) -> int:
+        return int(fixer.fix_text(text, "generated.py", preview)[1])
+
+    def flake8_calls(text: str) -> int:
+        return len(plugin_preview(ast.parse(text), text.splitlines(keepends=True), "generated.py"))
+
+    cases: Dict[str, Tuple[Callable[[int], str], Callable[[str], int]]] = {
+        "--fix/--diff, per fix": (fixable_module, fix_and_diff),
+        "AGF111 in flake8 (--autograd-preview), per Cls.forward call": (
+            lambda count: direct_calls_module(count, "Fn.forward(None, x)"), flake8_calls),
+        "AGF111 --fix, per Cls()(x) call": (lambda count: direct_calls_module(count, "Fn()(x)"), fix_calls),
+    }
+    results: Dict[str, Any] = {"counts": list(counts), "per_unit_us": {}, "flat_factor": {}, "done": {}}
+    for name, (make, work) in cases.items():
+        work(make(10))  # warm: imports and first-use caches
+        per_unit: Dict[str, float] = {}
+        for count in counts:
+            text = make(count)
+            seconds = best_time(lambda: work(text), min_total=0.0, min_reps=1)
+            results["done"].setdefault(name, {})[str(count)] = work(text)
+            per_unit[str(count)] = seconds / count * 1e6
+            log(f"  {name}: {count:,}: {per_unit[str(count)]:.0f} us")
+        results["per_unit_us"][name] = per_unit
+        results["flat_factor"][name] = max(per_unit.values()) / min(per_unit.values())
+    return results
+
+
 def run_inner(args: argparse.Namespace) -> None:
     """Entry point of the child process running in the plugin virtualenv."""
     corpus = Path(args.corpus)
@@ -1028,6 +1099,9 @@ def run_inner(args: argparse.Namespace) -> None:
         log("scaling: generated files of 1 to 10,000 Function classes")
         sizes = [int(size) for size in args.sizes.split(",")]
         output["scaling"] = section_scaling(args.rounds, sizes, Path(args.plot) if args.plot else None)
+    if "fixes" in wanted:
+        log("fixes: --fix/--diff with 1,000 to 10,000 fixes in a file; AGF111 with as many calls in a function")
+        output["fixes"] = section_fixes([int(count) for count in args.fix_counts.split(",")])
     if "memory" in wanted:
         log("memory: tracemalloc peak while checking vs the libcst tree")
         largest = max(int(size) for size in args.sizes.split(","))
@@ -1112,6 +1186,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--plot", default=str(DEFAULT_PLOT), help="where to write the scaling plot ('' for none)")
     parser.add_argument("--json", help="also write every measurement to this JSON file")
     parser.add_argument("--sizes", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--fix-counts", default=",".join(map(str, FIX_COUNTS)), help=argparse.SUPPRESS)
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     parser.add_argument("--inner-output", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1126,6 +1201,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.torchfix_sample *= 4
         args.instructions_sample *= 4
         args.max_classes = min(args.max_classes, 100)
+        args.fix_counts = "250,500,1000"
     sizes = [size for size in SIZES if size <= args.max_classes]
     sections = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = set(sections) - set(SECTIONS)
@@ -1332,6 +1408,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "--inner", ",".join(inner), "--inner-output", str(output),
             "--corpus", str(corpus), "--rounds", str(args.rounds),
             "--sizes", args.sizes or ",".join(str(size) for size in sizes),
+            "--fix-counts", args.fix_counts,
             "--plot", args.plot,
         ]
         subprocess.run(command, check=True, env=child_env())
@@ -1363,8 +1440,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
+def fixes_rows(fixes: Dict[str, Any]) -> List[Row]:
+    rows = []
+    for name, table in fixes["per_unit_us"].items():
+        factor = fixes["flat_factor"][name]
+        cells = ", ".join(f"{int(count):,}: {value:.0f}" for count, value in table.items())
+        rows.append(Row(f"7. {name}: µs (count: µs)", f"{cells}; slowest/fastest {factor:.2f}",
+                        f"flat (<= {FLAT_FACTOR})", factor <= FLAT_FACTOR))
+    return rows
+
+
 def inner_rows(measured: Dict[str, Any]) -> List[Row]:
-    rows: List[Row] = []
+    rows: List[Row] = fixes_rows(measured["fixes"]) if measured.get("fixes") else []
     dense = measured.get("dense")
     if dense:
         for variant, label in (("default", ""), ("preview", ", --autograd-preview")):

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from .counting import CountedReturn, counted_returns
-from .discovery import Discovery
+from .discovery import ClassSite, Discovery
 from .model import ClassModel, Method
 from .names import ImportTable, ast_dotted
 from .provenance import ALLOCATIONS, LAYOUT_METHODS
+from .scopes import CLASS, ModuleScopes, Scope
 from .tensors import TensorInference
 
 
@@ -25,13 +27,18 @@ class ApplyCall:
     args: Tuple[ast.expr, ...] = ()  # the positional arguments, when ``positional`` is known
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DirectUse:
-    """``Cls()`` (instantiation) or ``Cls.forward(...)``/``Cls.backward(...)`` outside any Function class."""
+    """``Cls()`` (instantiation) or ``Cls.forward(...)``/``Cls.backward(...)`` outside any Function class,
+    where the name ``Cls`` is bound to the Function class and to nothing else."""
 
-    line: int
-    column: int
+    call: ast.Call  # ``Cls()``, or ``Cls.forward(...)``
     what: str  # "instantiated" or the method name called directly
+    called_at_once: bool = False  # ``Cls()(...)``: the new instance is called and dropped
+
+    @property
+    def line(self) -> int:
+        return self.call.lineno
 
 
 class Analysis:
@@ -40,7 +47,8 @@ class Analysis:
         self.discovery = discovery
         self.imports: ImportTable = discovery.imports
         self._apply_calls: Optional[Dict[str, List[ApplyCall]]] = None
-        self._direct_uses: Dict[str, List[DirectUse]] = {}
+        self._direct_uses: Optional[Dict[ast.ClassDef, List[DirectUse]]] = None  # by the class statement
+        self._direct_use_index: Optional[Dict[Tuple[ast.ClassDef, int, int], DirectUse]] = None
         # Per-method caches, keyed by the method itself (so that a key is never a reused id) and
         # emptied class by class (forget), so that a checked class's libcst tree can be freed.
         self._inference: Dict[Tuple[Method, str], TensorInference] = {}
@@ -79,10 +87,21 @@ class Analysis:
             self._apply_calls = self._collect_calls()
         return self._apply_calls.get(class_name, [])
 
-    def direct_uses(self, class_name: str) -> List[DirectUse]:
-        if self._apply_calls is None:
-            self._apply_calls = self._collect_calls()
-        return self._direct_uses.get(class_name, [])
+    def direct_uses(self, site: ClassSite) -> List[DirectUse]:
+        """The direct uses of the Function class ``site``, in the order of the module."""
+        if self._direct_uses is None:
+            self._direct_uses = _DirectUseReader(self.tree, self.discovery).read()
+        return self._direct_uses.get(site.node, [])
+
+    def direct_use_at(self, site: ClassSite, line: int, byte_column: int) -> Optional[DirectUse]:
+        """The direct use of ``site`` whose call starts at ``line`` and ``byte_column`` (as ``ast`` counts)."""
+        if self._direct_use_index is None:
+            self.direct_uses(site)
+            assert self._direct_uses is not None
+            self._direct_use_index = {
+                (node, use.line, use.call.col_offset): use for node, uses in self._direct_uses.items() for use in uses
+            }
+        return self._direct_use_index.get((site.node, line, byte_column))
 
     def only_literals_passed(self, class_name: str, index: int) -> bool:
         """Whether every ``apply`` call of the module leaves input ``index`` to its default or passes a literal.
@@ -113,10 +132,6 @@ class Analysis:
 
     def _collect_calls(self) -> Dict[str, List[ApplyCall]]:
         """One pass over the module's expressions, run only when a rule needs call sites."""
-        function_names = {site.name for site in self.discovery.function_classes}
-        inside = [
-            (site.node.lineno, site.node.end_lineno or site.node.lineno) for site in self.discovery.function_classes
-        ]
         calls: Dict[str, List[ApplyCall]] = {}
         aliases: Dict[str, str] = {}  # fn = Cls.apply
         nodes = list(ast.walk(self.tree))
@@ -128,7 +143,6 @@ class Analysis:
         for node in nodes:
             if not isinstance(node, ast.Call):
                 continue
-            self._read_direct_use(node, function_names, inside)
             owner = _apply_owner(node.func)
             if owner is None and isinstance(node.func, ast.Name):
                 owner = aliases.get(node.func.id)
@@ -137,59 +151,152 @@ class Analysis:
             unknown = node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args)
             call = ApplyCall(node.lineno, None) if unknown else ApplyCall(node.lineno, len(node.args), tuple(node.args))
             calls.setdefault(owner, []).append(call)
-        self._drop_fast_paths(nodes)
         return calls
 
-    def _drop_fast_paths(self, nodes: List[ast.AST]) -> None:
-        """Forget ``Cls.forward(...)`` where no gradient is wanted: under ``torch.no_grad()`` (or
-        ``inference_mode``), or in a function that tests the grad state and calls ``Cls.apply``
-        otherwise (``if not torch.is_grad_enabled(): return Cls.forward(None, x)``). A test of
-        anything else (``self.training``) does not say gradients are off, so that use stays."""
-        forward_uses = [use for uses in self._direct_uses.values() for use in uses if use.what == "forward"]
-        if not forward_uses:
-            return
-        functions = [node for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        gradless = [
-            node for node in nodes
-            if isinstance(node, (ast.With, ast.AsyncWith)) and _mentions(node.items, _GRADLESS_CONTEXTS)
-        ]
 
-        def within(node: ast.stmt, line: int) -> bool:
-            return node.lineno <= line <= (node.end_lineno or node.lineno)
+class _DirectUseReader:
+    """Finds the direct uses of the module's Function classes in one walk of the module.
 
-        def fast_path(owner: str, line: int) -> bool:
-            if any(within(block, line) for block in gradless):
+    A use counts only where its name is bound to the Function class and to nothing else: a parameter,
+    a local assignment, an import or any other rebinding of the name in the scope the name is read
+    from, or a second binding beside the class statement, leaves the name's value unknown.
+    """
+
+    def __init__(self, tree: ast.Module, discovery: Discovery) -> None:
+        self.tree = tree
+        self.sites = {site.node: site for site in discovery.function_classes}
+        self.names = {site.name for site in discovery.function_classes}
+        # What the fast-path test found in each function, read once per function.
+        self._function_facts: Dict[ast.AST, Tuple[bool, FrozenSet[str]]] = {}
+
+    def read(self) -> Dict[ast.ClassDef, List[DirectUse]]:
+        scopes = ModuleScopes(self.tree, self._wanted)
+        gradless = _Intervals(
+            node for node, _ in scopes.found if isinstance(node, (ast.With, ast.AsyncWith))
+            and _mentions(node.items, _GRADLESS_CONTEXTS)
+        )
+        called_at_once = {
+            id(node.func) for node, _ in scopes.found if isinstance(node, ast.Call) and isinstance(node.func, ast.Call)
+        }
+        uses: Dict[ast.ClassDef, List[DirectUse]] = {}
+        for node, scope in scopes.found:
+            target = _direct_target(node, self.names)
+            if target is None:
+                continue
+            assert isinstance(node, ast.Call)
+            name, what = target
+            site = self._function_class(scopes, scope, name, node)
+            if site is None:
+                continue
+            # Inside a Function, calling another Function's forward is composition, not a mistake.
+            if what != "instantiated" and self._inside_function_class(scope):
+                continue
+            if what == "forward" and self._fast_path(name, node, scope, gradless):
+                continue
+            uses.setdefault(site.node, []).append(DirectUse(node, what, id(node) in called_at_once))
+        return uses
+
+    def _wanted(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Call):
+            return _direct_target(node, self.names) is not None or isinstance(node.func, ast.Call)
+        return isinstance(node, (ast.With, ast.AsyncWith))
+
+    def _function_class(self, scopes: ModuleScopes, scope: Scope, name: str, node: ast.Call) -> Optional[ClassSite]:
+        """The Function class ``name`` stands for where ``node`` reads it; None when it may be anything else."""
+        binder = scopes.resolve(scope, name)
+        statement = scopes.sole_binding(binder, name)
+        if not isinstance(statement, ast.ClassDef):
+            return None
+        site = self.sites.get(statement)
+        if site is None:
+            return None
+        if binder.kind == CLASS and _position(node) < _end(statement):
+            return None  # a class body reads a name not bound yet from the module
+        return site
+
+    def _inside_function_class(self, scope: Optional[Scope]) -> bool:
+        while scope is not None:
+            if scope.kind == CLASS and scope.node in self.sites:
                 return True
-            enclosing = [function for function in functions if within(function, line)]
-            function = max(enclosing, key=lambda f: f.lineno, default=None)
-            if function is None:
-                return False
+            scope = scope.parent
+        return False
+
+    def _fast_path(self, owner: str, node: ast.Call, scope: Scope, gradless: "_Intervals") -> bool:
+        """Whether a ``Cls.forward(...)`` call is where no gradient is wanted: under ``torch.no_grad()`` (or
+        ``inference_mode``), or in a function that tests the grad state and calls ``Cls.apply`` otherwise
+        (``if not torch.is_grad_enabled(): return Cls.forward(None, x)``). A test of anything else
+        (``self.training``) does not say gradients are off, so that use stays."""
+        if gradless.holds(node.lineno):
+            return True
+        function = _enclosing_function(scope)
+        if function is None:
+            return False
+        facts = self._function_facts.get(function)
+        if facts is None:
             inner = list(ast.walk(function))
             tests_grad_state = any(
-                isinstance(node, (ast.If, ast.IfExp)) and _mentions([node.test], _GRAD_STATE) for node in inner
+                isinstance(each, (ast.If, ast.IfExp)) and _mentions([each.test], _GRAD_STATE) for each in inner
             )
-            return tests_grad_state and any(
-                isinstance(node, ast.Call) and _apply_owner(node.func) == owner for node in inner
+            applied = frozenset(
+                owner for each in inner if isinstance(each, ast.Call) for owner in [_apply_owner(each.func)] if owner
             )
+            facts = self._function_facts[function] = (tests_grad_state, applied)
+        tests_grad_state, applied = facts
+        return tests_grad_state and owner in applied
 
-        for owner, uses in self._direct_uses.items():
-            uses[:] = [use for use in uses if use.what != "forward" or not fast_path(owner, use.line)]
 
-    def _read_direct_use(self, node: ast.Call, names: Set[str], inside: List[Tuple[int, int]]) -> None:
-        func = node.func
-        if isinstance(func, ast.Name) and func.id in names:
-            use = DirectUse(node.lineno, node.col_offset, "instantiated")
-            self._direct_uses.setdefault(func.id, []).append(use)
-        elif (
-            isinstance(func, ast.Attribute)
-            and func.attr in ("forward", "backward")
-            and isinstance(func.value, ast.Name)
-            and func.value.id in names
-            and not any(start <= node.lineno <= end for start, end in inside)
-        ):
-            # Inside a Function, calling another Function's forward is composition, not a mistake.
-            use = DirectUse(node.lineno, node.col_offset, func.attr)
-            self._direct_uses.setdefault(func.value.id, []).append(use)
+def _direct_target(node: ast.AST, names: Set[str]) -> Optional[Tuple[str, str]]:
+    """(class name, what) for ``Name()`` or ``Name.forward(...)``/``Name.backward(...)`` of a name in ``names``."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Name) and func.id in names:
+        return func.id, "instantiated"
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("forward", "backward")
+        and isinstance(func.value, ast.Name)
+        and func.value.id in names
+    ):
+        return func.value.id, func.attr
+    return None
+
+
+def _enclosing_function(scope: Optional[Scope]) -> Optional[ast.AST]:
+    """The innermost ``def`` around a scope (lambdas, comprehensions and class bodies are looked through)."""
+    while scope is not None:
+        if isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return scope.node
+        scope = scope.parent
+    return None
+
+
+def _position(node: ast.AST) -> Tuple[int, int]:
+    return int(getattr(node, "lineno", 0)), int(getattr(node, "col_offset", 0))
+
+
+def _end(node: ast.AST) -> Tuple[int, int]:
+    line, column = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+    return (line, column or 0) if line is not None else _position(node)
+
+
+class _Intervals:
+    """The lines of some statements, merged, so that whether a line is in one of them is a binary search."""
+
+    def __init__(self, statements: Iterable[ast.AST]) -> None:
+        spans = sorted((_position(node)[0], _end(node)[0]) for node in statements)
+        self.starts: List[int] = []
+        self.ends: List[int] = []
+        for start, end in spans:
+            if self.ends and start <= self.ends[-1]:
+                self.ends[-1] = max(self.ends[-1], end)
+            else:
+                self.starts.append(start)
+                self.ends.append(end)
+
+    def holds(self, line: int) -> bool:
+        index = bisect.bisect_right(self.starts, line) - 1
+        return index >= 0 and line <= self.ends[index]
 
 
 # Names that say whether gradients are wanted, and contexts that turn them off.

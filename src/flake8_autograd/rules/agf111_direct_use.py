@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence, Tuple
 
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel
@@ -44,9 +44,11 @@ class DirectUseRule(Rule):
     }
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
-        for use in analysis.direct_uses(model.name):
+        lines = model.segment.lines
+        for use in analysis.direct_uses(model.site):
+            line, column = _start(use.call, lines)
             text = self.message.format(cls=model.name, what=self._WHAT[use.what])
-            yield Finding(use.line, use.column, self.code, f"{self.code} {text}")
+            yield Finding(line, column, self.code, f"{self.code} {text}")
 
     def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
         """``Cls()(args)`` becomes ``Cls.apply(args)``.
@@ -58,23 +60,28 @@ class DirectUseRule(Rule):
         if forward is None or forward.node is None or not forward.is_static:
             return None
         lines = model.segment.lines
-        for node in ast.walk(analysis.tree):
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Call):
-                continue
-            created = node.func
-            if not (
-                isinstance(created.func, ast.Name)
-                and created.func.id == model.name
-                and not created.args
-                and not created.keywords
-                and created.lineno == finding.line
-                and created.col_offset == finding.column
-            ):
-                continue
-            span = ast_span(created, lines)
-            written = text_between(lines, *span) if span is not None else None
-            # Only blanks may sit between the brackets (a comment there would be lost).
-            if span is None or written is None or "".join(written.split()) != f"{model.name}()":
-                return None
-            return Fix((Edit(span[0], span[1], f"{model.name}.apply"),))
-        return None
+        if not 0 < finding.line <= len(lines):
+            return None
+        use = analysis.direct_use_at(model.site, finding.line, _byte_offset(lines[finding.line - 1], finding.column))
+        if use is None or use.what != "instantiated" or not use.called_at_once:
+            return None
+        created = use.call
+        if created.args or created.keywords:
+            return None
+        span = ast_span(created, lines)
+        written = text_between(lines, *span) if span is not None else None
+        # Only blanks may sit between the brackets (a comment there would be lost).
+        if span is None or written is None or "".join(written.split()) != f"{model.name}()":
+            return None
+        return Fix((Edit(span[0], span[1], f"{model.name}.apply"),))
+
+
+def _start(node: ast.expr, lines: Sequence[str]) -> Tuple[int, int]:
+    """Where ``node`` starts: its line, and its column in characters (``ast`` counts UTF-8 bytes)."""
+    span = ast_span(node, lines)
+    return span[0] if span is not None else (node.lineno, node.col_offset)
+
+
+def _byte_offset(line: str, column: int) -> int:
+    """The UTF-8 byte offset of character ``column`` of ``line``: the column as ``ast`` counts it."""
+    return len(line[:column].encode("utf-8", "surrogatepass"))

@@ -1,8 +1,9 @@
 """``flake8-autograd [PATH ...]``: the engine the flake8 plugin runs, as a command of its own.
 
-Exit status: 0 nothing found, 1 findings, 2 a usage or configuration error, or a file that could not
-be read, decoded or (with ``--fix``) written (the other files are still checked; 2 wins over 1). With
-``--fix``, the findings are those that remain; with ``--diff``, those found before any fix.
+Exit status: 0 nothing found, 1 findings, 2 a usage or configuration error, a file that could not
+be read, decoded or (with ``--fix``) written, or (with ``--diff``) named in a patch (the other files are
+still checked; 2 wins over 1), output that could not be written, or an internal error. With ``--fix``, the
+findings are those that remain; with ``--diff``, those found before any fix.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from .command.files import is_excluded, python_files
 from .command.fixer import FixedFile, fix_source, fixed_files
 from .command.formats import FORMATS, Run
-from .command.patch import unified_diff
+from .command.patch import UnnamedInPatch, unified_diff
 from .command.runner import Outcome, check_files, check_source
 from .command.settings import Settings, UsageError, parse_settings
 from .rules import PREVIEW_RULES
@@ -29,6 +30,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:
         return 130  # the shell's convention for a run stopped by Ctrl-C
+    except Exception as error:  # a bug: one line, and not the status of findings (1)
+        _say(f"internal error: {type(error).__name__}: {error}; please report")
+        return EXIT_ERROR
 
 
 def _main(argv: Optional[Sequence[str]]) -> int:
@@ -49,8 +53,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     errors = [(outcome.path, outcome.error) for outcome in outcomes if outcome.error]
     rules = settings.check.rules
     preview_codes = frozenset(rule.code for rule in PREVIEW_RULES)
-    _write(FORMATS[settings.output_format](reports, Run(rules, preview_codes, errors)))
-    if errors:
+    written = _write(FORMATS[settings.output_format](reports, Run(rules, preview_codes, errors)))
+    if errors or not written:
         return EXIT_ERROR
     return EXIT_FINDINGS if reports else EXIT_CLEAN
 
@@ -64,23 +68,39 @@ def _fix(settings: Settings) -> int:
         elif result.outcome.notice:
             _say(f"{result.outcome.path}: {result.outcome.notice}")
     errors = [(result.outcome.path, result.outcome.error) for result in results if result.outcome.error]
+    if settings.diff:
+        return _diff(results, errors)
     fixed = sum(result.fixed for result in results)
     remaining = [report for result in results for report in result.outcome.reports]
     changed = sum(1 for result in results if result.after != result.before)
-    if settings.diff:
-        patch = b"".join(unified_diff(result.outcome.path, result.before, result.after) for result in results)
-        _write_bytes(patch)  # stdout holds the patch alone, ready for ``patch -p1``
-        found = fixed + len(remaining)
-        print(f"would fix {_count(fixed, found)} in {_plural(changed, 'file')}", file=sys.stderr)
-        if errors:
-            return EXIT_ERROR
-        return EXIT_FINDINGS if found else EXIT_CLEAN
     preview_codes = frozenset(rule.code for rule in PREVIEW_RULES)
-    _write(FORMATS[settings.output_format](remaining, Run(settings.check.rules, preview_codes, errors)))
-    print(f"fixed {_count(fixed, fixed + len(remaining))} in {_plural(changed, 'file')}", file=sys.stderr)
-    if errors:
+    written = _write(FORMATS[settings.output_format](remaining, Run(settings.check.rules, preview_codes, errors)))
+    _tell(f"fixed {_count(fixed, fixed + len(remaining))} in {_plural(changed, 'file')}")
+    if errors or not written:
         return EXIT_ERROR
     return EXIT_FINDINGS if remaining else EXIT_CLEAN
+
+
+def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]]) -> int:
+    """The patch on stdout, alone, ready for ``patch -p1``; a file it cannot name is an error."""
+    pieces: List[bytes] = []
+    fixed = found = changed = 0
+    for result in results:
+        found += result.fixed + len(result.outcome.reports)
+        try:
+            piece = unified_diff(result.outcome.path, result.before, result.after)
+        except UnnamedInPatch as refusal:
+            _say(f"{result.outcome.path}: {refusal}")
+            errors.append((result.outcome.path, str(refusal)))
+            continue
+        pieces.append(piece)
+        fixed += result.fixed
+        changed += 1 if piece else 0
+    written = _write_bytes(b"".join(pieces))
+    _tell(f"would fix {_count(fixed, found)} in {_plural(changed, 'file')}")
+    if errors or not written:
+        return EXIT_ERROR  # also for a patch cut short: it must not pass for a whole one
+    return EXIT_FINDINGS if found else EXIT_CLEAN
 
 
 def _fix_all(settings: Settings) -> List[FixedFile]:
@@ -136,31 +156,76 @@ def _check_stdin(name: str, settings: Settings) -> Outcome:
 
 
 def _say(message: str) -> None:
-    print(f"flake8-autograd: {message}", file=sys.stderr)
+    _tell(f"flake8-autograd: {message}")
 
 
-def _write_bytes(output: bytes) -> None:
-    if not output:
+def _tell(line: str) -> None:
+    """A line on stderr. With stderr closed, print() would fall back to stdout, which holds only the report
+    or the patch: the line is dropped instead."""
+    stream = sys.stderr
+    if stream is None:
         return
     try:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(output)
-        sys.stdout.buffer.flush()
+        stream.write(line + "\n")
+        stream.flush()
+    except (OSError, ValueError):  # nowhere left to say it
+        pass
+
+
+def _write_bytes(output: bytes) -> bool:
+    """Whether ``output`` went to stdout (a reader that stopped reading counts: ``| head``); if not, says why."""
+    if not output:
+        return True
+    stream = sys.stdout
+    if stream is None:
+        return _cannot_write("standard output is closed")
+    try:
+        stream.flush()
+        stream.buffer.write(output)
+        stream.buffer.flush()
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _discard_stdout()
+    except OSError as error:
+        _discard_stdout()
+        return _cannot_write(error.strerror or str(error))
+    return True
 
 
-def _write(output: str) -> None:
+def _write(output: str) -> bool:
+    """As ``_write_bytes``, for text."""
     if not output:
-        return
+        return True
+    stream = sys.stdout
+    if stream is None:
+        return _cannot_write("standard output is closed")
     try:
-        stream = sys.stdout
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")  # a path or name the terminal cannot show
         stream.write(output)
         stream.flush()
     except BrokenPipeError:
-        # The reader went away (``| head``): stop quietly, without a second error at exit.
+        # The reader went away: stop quietly, with the status the whole output would have had.
+        _discard_stdout()
+    except OSError as error:
+        _discard_stdout()
+        return _cannot_write(error.strerror or str(error))
+    return True
+
+
+def _cannot_write(why: str) -> bool:
+    _say(f"cannot write the output: {why}")
+    return False
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so that flushing what is left in its buffer at exit cannot fail again
+    (Python would print a second error and exit 120)."""
+    stream = sys.stdout
+    if stream is None:
+        return
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -8,7 +8,7 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, List, Sequence, Tuple
-from urllib.parse import quote
+from urllib.parse import quote_from_bytes
 
 from .. import __version__
 from ..engine.checker import INTERNAL_ERROR
@@ -147,7 +147,8 @@ def _uri(path: str) -> str:
     if os.path.isabs(path):
         return Path(path).as_uri()
     relative = posixpath.normpath(path.replace(os.sep, "/"))
-    return quote(relative, safe="/")
+    # The name's bytes, as Path.as_uri quotes them: a name that is not UTF-8 (surrogate escapes) quotes too.
+    return quote_from_bytes(os.fsencode(relative), safe="/")
 
 
 FORMATS: Dict[str, Callable[[Sequence[Report], Run], str]] = {

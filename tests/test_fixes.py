@@ -352,3 +352,28 @@ def test_apply_fixes_counts_a_shared_fix_once_per_finding_and_skips_overlaps() -
     assert apply_fixes(text, [same_point, other_point]) == ("# one\na = 1\nb = 2\n", 1)
     # Inserted lines take the line ending of the line they go on.
     assert apply_fixes("a = 1\r\nb = 2\n", [Fix((Edit.insert((2, 0), "c = 3\n"),))]) == ("a = 1\r\nc = 3\nb = 2\n", 1)
+
+
+def test_an_instantiated_call_is_a_call_site_for_the_gradient_count() -> None:
+    """``Fn()(x, s)`` passes what ``Fn.apply(x, s)`` (AGF111's fix) passes: AGF004 counts it before the fix,
+    so fixing AGF111 reveals no new finding. A name bound to something else there is no call site."""
+    source = HEADER + textwrap.dedent(
+        """\
+        class ScaleBy(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, scale=2.0):
+                ctx.scale = scale
+                return x * scale
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * ctx.scale
+
+
+        def scale_by(x, scale):
+            return ScaleBy()(x, scale)
+        """
+    )
+    assert "AGF004" in code_counts(findings_with_fixes(source))
+    shadowed = source.replace("def scale_by(x, scale):", "def scale_by(ScaleBy, x, scale):")
+    assert "AGF004" not in code_counts(findings_with_fixes(shadowed))

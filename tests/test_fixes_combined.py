@@ -138,16 +138,16 @@ def kept_on_ctx(lines: Lines, first: int, last: int) -> bool:
 
 
 CLASS_MUTATIONS: Sequence[Mutation] = (kept_on_ctx, list_return, ctx_as_self, drop_staticmethod)
-# Instantiation hides the call site from AGF004 until AGF111's fix restores ``apply``: off until the
-# count rules read an instantiated call as the call site it stands for.
-INSTANTIATE = False
 
 
 def instantiate(text: str, classes: Sequence[str]) -> str:
     """AGF111's fix undone: ``Cls()(...)`` in the helpers instead of ``Cls.apply(...)``."""
-    for name in classes:
-        text = re.sub(rf"(?<![\w.]){name}\.apply\(", f"{name}()(", text)
-    return text
+    calls = re.compile(rf"(?<![\w.])({'|'.join(map(re.escape, classes))})\.apply\(") if classes else None
+    if calls is None:
+        return text
+    lines = text.splitlines(keepends=True)
+    # code only: the ``# torch:`` declarations keep calling ``apply``
+    return "".join(line if line.lstrip().startswith("#") else calls.sub(r"\1()(", line) for line in lines)
 
 
 def mutate(text: str, path: Path, chosen: Callable[[str, Mutation], bool]) -> str:
@@ -161,9 +161,7 @@ def mutate(text: str, path: Path, chosen: Callable[[str, Mutation], bool]) -> st
                 before = list(lines)
                 mutation(lines, first, last)
                 last += len(lines) - len(before)
-    mutated = "".join(lines)
-    if INSTANTIATE:
-        mutated = instantiate(mutated, [block.name for block in blocks if chosen(block.name, instantiate)])
+    mutated = instantiate("".join(lines), [block.name for block in blocks if chosen(block.name, instantiate)])
     ast.parse(mutated)
     return mutated
 
@@ -185,7 +183,14 @@ def check_fixed_mutant(path: Path, mutant: str, tmp_path: Path) -> int:
     mutant_path, fixed_path = tmp_path / f"mutant_{path.name}", tmp_path / f"fixed_{path.name}"
     mutant_path.write_text(mutant, encoding="utf-8")
     fixed_path.write_text(fixed_text, encoding="utf-8")
-    versions = [(parse_fixture(file), load_fixture(file)) for file in (path, mutant_path, fixed_path)]
+    # The oracle reads a declaration's helper only if it calls ``apply``: the mutant's declarations are
+    # read from its twin with ``apply`` back (the same lines), and run on the mutant itself.
+    twin_path = tmp_path / f"twin_{path.name}"
+    twin_path.write_text(re.sub(r"(?<![\w.])(\w+)\(\)\(", r"\1.apply(", mutant), encoding="utf-8")
+    versions = [
+        (parse_fixture(declared), load_fixture(file))
+        for declared, file in ((path, path), (twin_path, mutant_path), (fixed_path, fixed_path))
+    ]
     compared = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # an instantiated Function, in the mutant

@@ -20,7 +20,7 @@ from .tensors import TensorInference
 
 @dataclass(frozen=True)
 class ApplyCall:
-    """``Cls.apply(a, b)`` (or a call through ``fn = Cls.apply``) somewhere in the module."""
+    """``Cls.apply(a, b)`` (or a call through ``fn = Cls.apply``, or ``Cls()(a, b)``) somewhere in the module."""
 
     line: int
     positional: Optional[int]  # None when a ``*args`` or keyword makes the count unknown
@@ -134,6 +134,14 @@ class Analysis:
         """One pass over the module's expressions, run only when a rule needs call sites."""
         calls: Dict[str, List[ApplyCall]] = {}
         aliases: Dict[str, str] = {}  # fn = Cls.apply
+        # ``Cls()(a, b)`` passes its arguments as ``Cls.apply(a, b)`` would (AGF111's fix writes that):
+        # the outer call is a call site of the class the inner one instantiates.
+        instantiated = {
+            id(use.call): site.name
+            for site in self.discovery.function_classes
+            for use in self.direct_uses(site)
+            if use.called_at_once
+        }
         nodes = list(ast.walk(self.tree))
         for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -146,6 +154,8 @@ class Analysis:
             owner = _apply_owner(node.func)
             if owner is None and isinstance(node.func, ast.Name):
                 owner = aliases.get(node.func.id)
+            if owner is None:
+                owner = instantiated.get(id(node.func))
             if owner is None:
                 continue
             unknown = node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args)

@@ -215,21 +215,31 @@ def _mentions_any(node: cst.CSTNode, names: FrozenSet[str]) -> bool:
 
 def _is_allocation(value: cst.BaseExpression, allocating: FrozenSet[str] = frozenset()) -> bool:
     """``torch.empty_like(x)``, ``None if ... else x.new_zeros(...)``, ``torch.empty(n).view(shape)``,
-    or a call of one of the module's helpers that only allocate: memory, no values yet."""
-    if isinstance(value, cst.IfExp):
-        branches = (value.body, value.orelse)
-        allocations = [branch for branch in branches if not _is_none(branch)]
-        return bool(allocations) and all(_is_allocation(branch, allocating) for branch in allocations)
-    wrapped = _wrapped_value(value) if isinstance(value, cst.Call) else None
-    while wrapped is not None:  # torch.empty(...).transpose(1, 2): still fresh memory
-        value = wrapped
+    or a call of one of the module's helpers that only allocate: memory, no values yet.
+
+    A worklist, not a recursion: a chain of a thousand conditional expressions is one level each.
+    """
+    pending: List[cst.BaseExpression] = [value]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, cst.IfExp):
+            allocations = [branch for branch in (value.body, value.orelse) if not _is_none(branch)]
+            if not allocations:
+                return False
+            pending.extend(allocations)
+            continue
         wrapped = _wrapped_value(value) if isinstance(value, cst.Call) else None
-    if not isinstance(value, cst.Call):
-        return False
-    if isinstance(value.func, cst.Name) and value.func.value in allocating:
-        return True
-    dotted = cst_dotted(value.func) or ""
-    return dotted.rsplit(".", 1)[-1] in ALLOCATIONS
+        while wrapped is not None:  # torch.empty(...).transpose(1, 2): still fresh memory
+            value = wrapped
+            wrapped = _wrapped_value(value) if isinstance(value, cst.Call) else None
+        if not isinstance(value, cst.Call):
+            return False
+        if isinstance(value.func, cst.Name) and value.func.value in allocating:
+            continue
+        dotted = cst_dotted(value.func) or ""
+        if dotted.rsplit(".", 1)[-1] not in ALLOCATIONS:
+            return False
+    return True
 
 
 def _is_none(value: cst.BaseExpression) -> bool:

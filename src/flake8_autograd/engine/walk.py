@@ -161,6 +161,25 @@ def is_larger_than(root: cst.CSTNode, limit: int) -> bool:
     return False
 
 
+# Code of 40 characters holds fewer nodes than this (a node takes at least a character, bar a few
+# wrappers such as an argument around its value).
+_MAX_QUOTED_NODES = 100
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+def short_code(node: cst.CSTNode, max_length: int = 40) -> Optional[str]:
+    """The code of ``node`` when it fits on one line of ``max_length`` characters, else None.
+
+    The node's size is checked first: libcst generates code recursively, some frames per level of
+    nesting, so a deep expression (a long implicit string concatenation, hundreds of ``not``) would
+    exhaust Python's stack, and it is far too long to quote anyway.
+    """
+    if is_larger_than(node, _MAX_QUOTED_NODES):
+        return None
+    code = _EMPTY_MODULE.code_for_node(node)
+    return code if len(code) <= max_length and "\n" not in code else None
+
+
 def cst_dotted(node: cst.CSTNode) -> Optional[str]:
     """``a.b.c`` for a chain of libcst names and attributes, else None."""
     parts: List[str] = []

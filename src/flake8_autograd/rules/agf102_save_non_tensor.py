@@ -9,6 +9,7 @@ import libcst as cst
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, Method
 from ..engine.tensors import Kind, TensorInference
+from ..engine.walk import short_code
 from .base import Finding, Rule
 
 
@@ -56,12 +57,9 @@ class SaveNonTensorRule(Rule):
                             value = f"'{arg.value.value}'" + (" (a tuple)" if whole[arg.value.value] else "")
                             yield self.report(method, arg.value, method=method.qualname, value=value)
                     elif _certainly_not_tensor(arg.value, inference):
-                        code = _EMPTY.code_for_node(arg.value)
-                        value = f"'{code}'" if len(code) <= 40 and "\n" not in code else "a value"
+                        code = short_code(arg.value)
+                        value = f"'{code}'" if code is not None else "a value"
                         yield self.report(method, arg.value, method=method.qualname, value=value)
-
-
-_EMPTY = cst.Module(body=[])
 
 
 def _whole_tuples(method: Method) -> Dict[str, bool]:

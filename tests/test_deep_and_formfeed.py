@@ -1,0 +1,239 @@
+"""Deep expressions in every place a rule reads one, and form feeds in a class's indentation.
+
+Deep expressions: a rule that generates the code of an expression, or recurses over it, exhausts
+Python's stack a few hundred levels deep (libcst generates code recursively, several frames a level),
+and the class then gets an internal error (AGF000) instead of its findings. The sweep below puts each
+of several deep shapes in each place the rules look at, and runs the real executables over all of the
+files at once.
+
+Form feeds: Python's tokenizer starts the indentation count over at a form feed, but libcst's does
+not, so a class whose indentation holds one used to fail to parse and was skipped without a word.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from test_command import COMMAND
+from test_robustness import BUGGY, Run, flake8
+
+# -- deep expressions -------------------------------------------------------------------------------
+
+
+def _nested(depth: int, inner: str, template: str) -> str:
+    expression = inner
+    for _ in range(depth):
+        expression = template.format(expression)
+    return expression
+
+
+# Brackets of every kind nest at most 200 deep (CPython's tokenizer refuses more, "too many nested
+# parentheses"), and each place below adds one: 190 leaves room.
+BRACKETS = 190
+
+
+def deep_shapes(depth: int) -> Dict[str, str]:
+    """Expressions nested ``depth`` levels deep (as libcst nests them), each a shape of its own."""
+    return {
+        "implicit-string-concatenation": " ".join(['"a"'] * depth),  # flat in ast, nested in libcst
+        "f-string-concatenation": " ".join(['f"{x}"'] * depth),
+        "not": "not " * depth + "x",
+        "unary-minus": "- " * depth + "x",
+        "invert": "~" * depth + "x",
+        "attributes": "x" + ".a" * depth,
+        "subscripts": "x" + "[0]" * depth,
+        "calls-of-calls": "x" + "()" * depth,
+        "method-chain": "x" + ".t()" * (depth // 2),  # two levels each
+        "binary-operations": "x" + " + 1" * depth,
+        "powers": " ** ".join(["x"] * depth),  # right-associative
+        "conditional-expressions": "torch.empty(1) if x else " * depth + "x",  # memory, until the last
+        "lambdas": "lambda: " * depth + "x",
+        "and-chain": " and ".join(["x"] * depth),  # flat in ast, nested in libcst
+        "comparison-chain": " < ".join(["x"] * depth),
+        "parentheses": _nested(min(depth, BRACKETS), "x", "({})"),
+        "nested-calls": _nested(min(depth, BRACKETS), "x", "f({})"),
+        "nested-tuples": _nested(min(depth, BRACKETS), "x", "({},)"),
+        "nested-lists": _nested(min(depth, BRACKETS), "x", "[{}]"),
+        "parenthesised-products": _nested(min(depth, BRACKETS), "x", "(x * {})"),
+    }
+
+
+# Every class holds one mistake the deep expression has nothing to do with (backward is not a
+# staticmethod: AGF001 at its def), so that a class skipped as too deep to parse shows as a missing finding.
+def _function_class(name: str, place: str, expression: str) -> str:
+    forward_parameters = "ctx, x, y"
+    forward = ["ctx.save_for_backward(x)", "ctx.y = y", "return x * y"]
+    backward = ["return grad, None"]
+    before_forward = ""  # lines of the class body above forward's decorator
+    after = ""  # module code after the class
+    if place == "save_for_backward-argument":
+        forward[0] = f"ctx.save_for_backward(x, {expression})"
+    elif place == "ctx-store":
+        forward[1] = f"ctx.k = {expression}"
+    elif place == "forward-return":
+        forward[2] = f"return {expression}"
+    elif place == "forward-local":
+        forward = [f"t = {expression}", "ctx.save_for_backward(t)", "ctx.t = t", "return t"]
+    elif place == "forward-condition":
+        forward = [f"if {expression}:", "    ctx.save_for_backward(x)", "ctx.save_for_backward(y)", "return x"]
+    elif place == "in-place-argument":
+        forward.insert(0, f"x.add_({expression})")
+    elif place == "mark_dirty-argument":
+        forward.insert(0, f"ctx.mark_dirty({expression})")
+    elif place == "parameter-default":
+        forward_parameters = f"ctx, x, y={expression}"
+    elif place == "parameter-annotation":
+        forward_parameters = f"ctx, x: {expression}, y"
+    elif place == "decorator":
+        before_forward = f"    @{expression}\n"
+    elif place == "backward-return":
+        backward = [f"return {expression}"]
+    elif place == "backward-local":
+        backward = [f"g = {expression}", "return g, grad * 2"]
+    elif place == "needs_input_grad-index":
+        backward.insert(0, f"if ctx.needs_input_grad[{expression}]:\n            return grad, grad")
+    elif place == "gradient-in-place-argument":
+        backward.insert(0, f"grad.mul_({expression})")
+    elif place == "beside-a-fixable-ctx-store":  # AGF003's fix reads backward
+        forward_parameters = "ctx, x: torch.Tensor, y"
+        forward[1] = "ctx.x = x"
+        backward = [f"k = {expression}", "return grad * ctx.x * k, None"]
+    elif place == "apply-argument":
+        after = f"\n\nout = {name}.apply({expression})\n"
+    elif place == "instantiation-argument":
+        after = f"\n\nout = {name}()({expression})\n"
+    elif place == "class-attribute":
+        before_forward = f"    generate_vmap_rule = {expression}\n\n"
+    indent = "\n        "
+    if place == "setup_context":
+        methods = (
+            "    @staticmethod\n    def forward(x, y):\n        return x * y\n\n"
+            "    @staticmethod\n    def setup_context(ctx, inputs, output):\n"
+            f"        x, y = inputs\n        ctx.save_for_backward(x, {expression})\n        ctx.k = {expression}\n"
+        )
+    else:
+        header = f"{before_forward}    @staticmethod\n    def forward({forward_parameters}):"
+        methods = f"{header}{indent}{indent.join(forward)}\n"
+    return (
+        f"\n\nclass {name}(torch.autograd.Function):\n{methods}\n"
+        f"    def backward(ctx, grad):{indent}{indent.join(backward)}\n{after}"
+    )
+
+
+PLACES = [
+    "save_for_backward-argument", "ctx-store", "forward-return", "forward-local", "forward-condition",
+    "in-place-argument", "mark_dirty-argument", "parameter-default", "parameter-annotation", "decorator",
+    "backward-return", "backward-local", "needs_input_grad-index", "gradient-in-place-argument",
+    "beside-a-fixable-ctx-store", "apply-argument", "instantiation-argument", "class-attribute", "setup_context",
+]
+
+
+# The places the rules read most closely, for the deepest shapes.
+PLACES_READ_CLOSELY = [
+    "save_for_backward-argument", "setup_context", "ctx-store", "forward-return", "backward-return",
+    "backward-local", "needs_input_grad-index", "apply-argument",
+]
+
+
+def deep_module(expression: str, places: List[str]) -> Tuple[str, List[int]]:
+    """A module with one Function class per place, each holding ``expression`` there; the lines of
+    the marker finding (AGF001 at each backward's def)."""
+    text = "import torch\n\n\ndef f(*args):\n    return args\n"
+    markers = []
+    for index, place in enumerate(places):
+        text += _function_class(f"Fn{index}", place, expression)
+        markers.append(text.count("\n", 0, text.rindex("    def backward")) + 1)
+    return text, markers
+
+
+def write_deep_modules(folder: Path, depths: Dict[str, int], places: List[str]) -> Dict[str, List[int]]:
+    """One module per shape, at its depth; the marker lines of each file written.
+
+    Python's own parser refuses some inputs (more than 200 brackets, or about 3000 levels): those are
+    not written, since neither flake8 nor this plugin ever sees them.
+    """
+    written = {}
+    for shape, depth in depths.items():
+        text, markers = deep_module(deep_shapes(depth)[shape], places)
+        try:
+            ast.parse(text)
+        except (SyntaxError, RecursionError, MemoryError):
+            continue
+        (folder / f"{shape}.py").write_text(text)
+        written[f"{shape}.py"] = markers
+    return written
+
+
+def assert_every_class_checked(run: Run, written: Dict[str, List[int]]) -> None:
+    for name, markers in written.items():
+        found = run.findings_in(name)
+        assert not [finding for finding in found if finding[1] == "AGF000"], (name, run.stdout[-3000:])
+        missing = [line for line in markers if (line, "AGF001") not in found]
+        assert not missing, f"{name}: classes at lines {missing} were not checked\n{run.stdout[-3000:]}"
+
+
+# Every shape in every place, through flake8, as deep as keeps the run to seconds: libcst's parser
+# takes time that grows faster than the depth (most for brackets and subscripts), and pyflakes, which
+# flake8 runs too, gives up from about 330 levels of most shapes. Deep enough for any code that spends
+# three frames or more a level (libcst's code generation spends more).
+FLAKE8_DEPTHS = {
+    "implicit-string-concatenation": 500,
+    "f-string-concatenation": 250,
+    "not": 350,
+    "unary-minus": 350,
+    "invert": 350,
+    "attributes": 250,
+    "subscripts": 120,
+    "calls-of-calls": 250,
+    "method-chain": 300,
+    "binary-operations": 250,
+    "powers": 200,
+    "conditional-expressions": 150,
+    "lambdas": 200,
+    "and-chain": 500,
+    "comparison-chain": 990,
+    "parentheses": BRACKETS,
+    "nested-calls": 40,
+    "nested-tuples": 40,
+    "nested-lists": 40,
+    "parenthesised-products": 40,
+}
+# Near the limits, in the places read most closely, through the command (which runs no pyflakes, and
+# works out each fix it could make): libcst nests these a level each, and the engine parses a class
+# up to 1000 levels deep; libcst refuses about 3500 concatenated strings.
+COMMAND_DEPTHS = {
+    "implicit-string-concatenation": 3000,
+    "not": 990,
+    "conditional-expressions": 500,  # enough for code that spends two frames a level
+    "lambdas": 990,
+}
+
+
+def test_a_long_string_concatenation_saved_gives_its_finding(tmp_path: Path) -> None:
+    """``ctx.save_for_backward("a" "a" ...)``: once AGF000 (RecursionError quoting the argument)."""
+    saved = "ctx.save_for_backward(x, " + " ".join(['"a"'] * 600) + ")\n        ctx.x = x"
+    (tmp_path / "concatenation.py").write_text(BUGGY.replace("ctx.x = x", saved))
+    run = flake8(tmp_path, "--autograd-preview", "concatenation.py")
+    run.assert_clean()
+    assert (7, "AGF102") in run.findings
+    assert "passes a value, which is not a tensor" in run.stdout
+
+
+def test_deep_expressions_everywhere_through_flake8(tmp_path: Path) -> None:
+    written = write_deep_modules(tmp_path, FLAKE8_DEPTHS, PLACES)
+    assert len(written) == len(FLAKE8_DEPTHS)
+    run = flake8(tmp_path, "--autograd-preview", "-j", "2", ".")
+    run.assert_clean()
+    assert_every_class_checked(run, written)
+
+
+def test_the_deepest_expressions_through_the_command(tmp_path: Path) -> None:
+    written = write_deep_modules(tmp_path, COMMAND_DEPTHS, PLACES_READ_CLOSELY)
+    assert len(written) == len(COMMAND_DEPTHS)
+    result = subprocess.run([COMMAND, "--preview", "-j", "2", "."], cwd=tmp_path, capture_output=True, timeout=600)
+    run = Run(result)
+    run.assert_clean()
+    assert_every_class_checked(run, written)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ast
 import difflib
+import itertools
 import textwrap
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import pytest
 from hypothesis import given
@@ -75,14 +76,15 @@ def check_each_fix(text: str) -> int:
         assert_only_fixed_lines_change(text, fixed, finding.fix)
         after = code_counts(findings_with_fixes(fixed))
         assert after.get(finding.code, 0) < before[finding.code], (finding, fixed)
+    check_fix_pairs(text, fixable)
     return len(fixable)
 
 
 ClassKey = Tuple[str, int]  # a class's qualified name, and which of the classes of that name it is
 
 
-def codes_per_class(text: str, findings: List[Finding]) -> Dict[Optional[ClassKey], Set[str]]:
-    """The codes found in each class of ``text`` (None: findings outside every class)."""
+def class_at(text: str) -> Callable[[int], Optional[ClassKey]]:
+    """The innermost class holding a line of ``text`` (None: outside every class)."""
     spans: List[Tuple[int, int, ClassKey]] = []
     seen: Dict[str, int] = {}
 
@@ -98,12 +100,37 @@ def codes_per_class(text: str, findings: List[Finding]) -> Dict[Optional[ClassKe
                 visit(child, prefix)
 
     visit(ast.parse(text), "")
+
+    def find(line: int) -> Optional[ClassKey]:
+        enclosing = [span for span in spans if span[0] <= line <= span[1]]
+        return max(enclosing, key=lambda span: span[0])[2] if enclosing else None
+
+    return find
+
+
+def codes_per_class(text: str, findings: List[Finding]) -> Dict[Optional[ClassKey], Set[str]]:
+    """The codes found in each class of ``text`` (None: findings outside every class)."""
+    find = class_at(text)
     codes: Dict[Optional[ClassKey], Set[str]] = {}
     for finding in findings:
-        enclosing = [span for span in spans if span[0] <= finding.line <= span[1]]
-        key = max(enclosing, key=lambda span: span[0])[2] if enclosing else None  # the innermost
-        codes.setdefault(key, set()).add(finding.code)
+        codes.setdefault(find(finding.line), set()).add(finding.code)
     return codes
+
+
+def check_fix_pairs(text: str, fixable: List[Finding]) -> None:
+    """Every two fixes of one class applied together: the file parses and no class gains a code."""
+    find = class_at(text)
+    by_class: Dict[Optional[ClassKey], List[Fix]] = {}
+    for finding in fixable:
+        assert finding.fix is not None
+        fixes = by_class.setdefault(find(finding.line), [])
+        if finding.fix not in fixes:  # one fix may repair several findings
+            fixes.append(finding.fix)
+    for fixes in by_class.values():
+        for first, second in itertools.combinations(fixes, 2):
+            fixed, _ = apply_fixes(text, [first, second])
+            ast.parse(fixed)
+            assert_no_new_codes(text, fixed)
 
 
 def assert_no_new_codes(before: str, after: str) -> None:

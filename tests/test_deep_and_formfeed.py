@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import ast
 import subprocess
+import textwrap
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+import pytest
+
+from conftest import lint, source_lines
+from flake8_autograd.engine.source import parse_class
 from test_command import COMMAND
-from test_robustness import BUGGY, Run, flake8
+from test_robustness import BUGGY, REPORT_LINE, Run, flake8
 
 # -- deep expressions -------------------------------------------------------------------------------
 
@@ -237,3 +242,161 @@ def test_the_deepest_expressions_through_the_command(tmp_path: Path) -> None:
     run = Run(result)
     run.assert_clean()
     assert_every_class_checked(run, written)
+
+
+# -- form feeds in indentation ----------------------------------------------------------------------
+# Two classes, one nested in a function; AGF001, AGF002 and AGF004 in each, all with a fix.
+FORM_FEED_BASE = textwrap.dedent(
+    """\
+    import torch
+
+
+    def factory():
+        class Scale(torch.autograd.Function):
+            def forward(self, x: torch.Tensor, scale: float):
+                self.save_for_backward(x)
+                if scale > 1:
+                    self.big = True
+                else:
+                    self.big = False
+                return x * scale
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return grad * x
+
+        return Scale
+
+
+    class Mul(torch.autograd.Function):
+        def forward(self, x: torch.Tensor, scale: float):
+            self.save_for_backward(x)
+            return x * scale
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * x
+    """
+)
+# Where a form feed goes: (line, what is put before the line's indentation, whether a fix edits that line).
+FORM_FEEDS: Dict[str, Tuple[int, str, bool]] = {
+    "before-the-first-def-of-a-class": (23, "\x0c", True),
+    "before-the-first-statement-of-a-method": (24, "\x0c", True),
+    "within-the-indentation": (24, "    \x0c", True),
+    "before-a-later-statement": (25, "\x0c", False),
+    "before-an-else": (10, "\x0c", False),
+    "before-a-nested-class": (5, "\x0c", False),
+    "before-the-first-def-of-a-nested-class": (6, "\x0c", True),
+    "before-a-return-a-fix-extends": (30, "\x0c", True),
+    "before-a-class": (22, "\x0c", False),
+}
+Report = Tuple[int, int, str]  # line, column (1-based), code
+
+
+def _with_form_feed(name: str) -> str:
+    line, prefix, _edited = FORM_FEEDS[name]
+    lines = FORM_FEED_BASE.split("\n")
+    lines[line - 1] = prefix + lines[line - 1]
+    return "\n".join(lines)
+
+
+def _reports(output: str) -> Dict[str, List[Report]]:
+    """Each file's (line, column, code) reports in flake8's format, sorted."""
+    found: Dict[str, List[Report]] = {}
+    for match in map(REPORT_LINE.match, output.splitlines()):
+        if match:
+            report = (int(match.group("line")), int(match.group("column")), match.group("code"))
+            found.setdefault(Path(match.group("path")).name, []).append(report)
+    return {name: sorted(reports) for name, reports in found.items()}
+
+
+def _expected_with_form_feed(base: List[Report], name: str) -> List[Report]:
+    """The reports on the file without the form feed, the columns on its line moved past what was put there."""
+    line, prefix, _edited = FORM_FEEDS[name]
+    return sorted((at, column + len(prefix) if at == line else column, code) for at, column, code in base)
+
+
+@pytest.fixture
+def form_feed_files(tmp_path: Path) -> Path:
+    (tmp_path / "base.py").write_text(FORM_FEED_BASE)
+    for name in FORM_FEEDS:
+        (tmp_path / f"{name}.py").write_text(_with_form_feed(name))
+    return tmp_path
+
+
+def test_the_base_file_has_its_findings(form_feed_files: Path) -> None:
+    codes = [code for _line, _column, code in _reports(flake8(form_feed_files, "base.py").stdout)["base.py"]]
+    assert sorted(codes) == ["AGF001", "AGF001", "AGF002", "AGF002", "AGF004", "AGF004"]
+
+
+@pytest.mark.parametrize("executable", ["flake8", "flake8-autograd"])
+def test_a_form_feed_in_indentation_changes_no_finding(form_feed_files: Path, executable: str) -> None:
+    """Python starts counting the indentation over at a form feed; the class was once skipped."""
+    if executable == "flake8":
+        run = flake8(form_feed_files, ".")
+    else:
+        run = Run(subprocess.run([COMMAND, "."], cwd=form_feed_files, capture_output=True, timeout=120))
+    run.assert_clean()
+    reports = _reports(run.stdout)
+    for name in FORM_FEEDS:
+        assert reports.get(f"{name}.py") == _expected_with_form_feed(reports["base.py"], name), name
+
+
+def test_fixes_keep_the_form_feed(form_feed_files: Path) -> None:
+    """Fixes apply around a form feed, and keep it; a fix that would edit its line is left out."""
+    result = subprocess.run([COMMAND, "--fix", "base.py"], cwd=form_feed_files, capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    fixed_base = (form_feed_files / "base.py").read_text()
+    result = subprocess.run([COMMAND, "--fix", "."], cwd=form_feed_files, capture_output=True, timeout=120)
+    assert result.returncode == 1 and b"Traceback" not in result.stderr, result.stderr
+    left = result.stdout.decode()
+    for name, (line, prefix, edited) in FORM_FEEDS.items():
+        fixed = (form_feed_files / f"{name}.py").read_text()
+        ast.parse(fixed)
+        original_line = FORM_FEED_BASE.split("\n")[line - 1]
+        assert prefix + original_line in fixed.split("\n"), name  # the line holding the form feed, unchanged
+        if not edited:
+            assert fixed.replace(prefix + original_line, original_line, 1) == fixed_base, name
+        else:
+            # Only the fixes of the class holding the form feed may be left out.
+            class_name = "Scale" if line < 20 else "Mul"
+            remaining = [report for report in left.splitlines() if report.startswith(f"./{name}.py:")]
+            assert remaining and all(f" {class_name}." in report for report in remaining), (name, remaining)
+
+
+FORM_FEEDS_EVERYWHERE = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "class Scale(torch.autograd.Function):\n"
+    "\x0c    # a comment after a form feed\n"
+    "  \x0c  \x0c    @staticmethod\n"  # Python counts the indentation from the last form feed: 4
+    "\x0c    def forward(ctx, x: torch.Tensor, y: torch.Tensor):\n"
+    "\x0c        z = (x,\n"
+    "\x0c             y)\n"  # inside brackets: whitespace, not indentation
+    "        w = x + \\\n"
+    "\x0c            y\n"  # after a backslash: whitespace too
+    "        s = '''\n"
+    "\x0c   '''\n"  # inside a string
+    "\x0c        ctx.x = x\n"
+    "        return x * y\n"
+    "\n"
+    "    @staticmethod\n"
+    "    def backward(ctx, grad):\n"
+    "\x0c        return grad\n"
+)
+
+
+def test_form_feeds_elsewhere_stay_in_the_text_libcst_parses() -> None:
+    lines = source_lines(FORM_FEEDS_EVERYWHERE)
+    tree = ast.parse(FORM_FEEDS_EVERYWHERE)
+    segment = parse_class(lines, next(node for node in tree.body if isinstance(node, ast.ClassDef)))
+    assert segment is not None
+    assert segment.module.code == segment.text  # libcst gives back what it parsed: its positions hold
+    assert segment.text.count("\x0c") == 4  # the comment line, the bracket, the continuation, the string
+    assert segment.column_shifts == {6: 6, 7: 1, 8: 1, 14: 1, 19: 1}
+    findings = [(finding.line, finding.column, finding.code) for finding in lint(FORM_FEEDS_EVERYWHERE)]
+    # Columns as Python counts characters in the file: the form feeds are characters of the line.
+    assert findings == [(14, 9, "AGF003"), (19, 9, "AGF004")]

@@ -14,11 +14,18 @@ the whole flake8 run down) a few thousand levels deep, and its parse time grows 
 depth: a class nested deeper than :data:`MAX_SYNTAX_DEPTH` is not parsed at all. libcst's position
 pass recurses in Python once per level and fails a few hundred levels deep; there, positions come
 from flake8's ``ast`` tree instead, statement by statement.
+
+A form feed in the indentation of a line that starts a statement (or a decorator, ``else:``...) resets
+Python's count of the indentation, but libcst's tokenizer counts it as a character: on a block's first
+statement the parse fails ("no matching outer block for dedent"), elsewhere the form feed is dropped
+from the code libcst gives back. libcst is given such lines without the form feed and whatever precedes
+it (what Python ignores), and the columns on those lines are shifted back to the file's.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
@@ -49,9 +56,12 @@ class Segment:
         text: str,
         class_ast: ast.ClassDef,
         lines: Sequence[str],
+        column_shifts: Optional[Dict[int, int]] = None,
     ) -> None:
         self.module = module
-        self.text = text
+        self.text = text  # as given to libcst
+        # File line -> characters of its indentation left out of ``text`` (form feeds and what precedes them).
+        self.column_shifts: Dict[int, int] = column_shifts or {}
         self.class_node = class_node
         self.class_ast = class_ast  # flake8's tree of the class: positions when libcst's fail
         self.lines = lines
@@ -101,11 +111,13 @@ class Segment:
         target, start = state.target_start, state.def_start
         if target is None or start is None:
             return None  # not in this method
-        if start.column != anchor[1]:
-            # libcst does not give back the text it parsed (a form feed in an indentation can move to
-            # the next line): its positions, which the findings have always used, come from its pass.
+        shifts = self.column_shifts
+        if start.column + shifts.get(anchor[0], 0) != anchor[1]:
+            # libcst did not give back the text it parsed: its positions, which the findings have always
+            # used, come from its pass.
             return None
-        found = (anchor[0] - start.line + target.line, target.column)
+        line = anchor[0] - start.line + target.line
+        found = (line, target.column + shifts.get(line, 0))
         self._placed[node] = found
         return found
 
@@ -145,7 +157,13 @@ class Segment:
         except Exception:  # noqa: BLE001 - RecursionError some hundred levels deep (or the KeyError libcst makes of it)
             return self._statement_positions()
         offset = self._line_offset
-        return {node: (code_range.start.line + offset, code_range.start.column) for node, code_range in ranges.items()}
+        positions = {
+            node: (code_range.start.line + offset, code_range.start.column) for node, code_range in ranges.items()
+        }
+        if self.column_shifts:
+            shifts = self.column_shifts
+            positions = {node: (line, column + shifts.get(line, 0)) for node, (line, column) in positions.items()}
+        return positions
 
     def _statement_positions(self) -> Dict[cst.CSTNode, Position]:
         """Each statement at the position ``ast`` gives it; every other node at its statement's."""
@@ -346,9 +364,14 @@ def parse_class(lines: Sequence[str], node: ast.ClassDef) -> Optional[Segment]:
         return None
     if syntax_depth_exceeds(node):
         return None
-    text = "".join(lines[first_line - 1:last_line])
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    class_lines = list(lines[first_line - 1:last_line])
+    if class_lines and class_lines[0].startswith("\ufeff"):
+        class_lines[0] = class_lines[0][1:]
+    text = "".join(class_lines)
+    column_shifts: Dict[int, int] = {}
+    if "\x0c" in text:
+        column_shifts = _drop_form_feeds_from_indentation(class_lines, first_line)
+        text = "".join(class_lines)
     indented = logical_indentation(text) > 0
     if indented:
         text = _INDENTED_HEADER + text
@@ -363,4 +386,37 @@ def parse_class(lines: Sequence[str], node: ast.ClassDef) -> Optional[Segment]:
         statement = statement.body.body[0] if statement.body.body else None
     if not isinstance(statement, cst.ClassDef):
         return None
-    return Segment(module, statement, first_line, 1 if indented else 0, text, node, lines)
+    return Segment(module, statement, first_line, 1 if indented else 0, text, node, lines, column_shifts)
+
+
+def _drop_form_feeds_from_indentation(class_lines: List[str], first_line: int) -> Dict[int, int]:
+    """Cut, from each line of ``class_lines`` that starts a logical line, its indentation up to its last
+    form feed (Python's tokenizer counts the indentation from there); the number of characters cut,
+    by file line (the class starts at ``first_line``).
+
+    Only such lines: libcst keeps a form feed anywhere else (a comment line, inside brackets, after a
+    backslash, in a string) as the whitespace it is.
+    """
+    import tokenize  # rarely needed: only for a class with a form feed
+
+    starts: List[int] = []
+    at_start = True
+    skipped = (tokenize.INDENT, tokenize.DEDENT, tokenize.NL, tokenize.COMMENT)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("".join(class_lines)).readline):
+            if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                at_start = True
+            elif at_start and token.type not in skipped:
+                starts.append(token.start[0])
+                at_start = False
+    except (tokenize.TokenError, SyntaxError):
+        return {}  # libcst is left to decide: a class that does not tokenize alone is not parsed
+    shifts: Dict[int, int] = {}
+    for row in starts:
+        line = class_lines[row - 1]
+        indentation = line[: len(line) - len(line.lstrip(" \t\x0c"))]
+        if "\x0c" in indentation:
+            cut = indentation.rindex("\x0c") + 1
+            class_lines[row - 1] = line[cut:]
+            shifts[first_line + row - 1] = cut
+    return shifts

@@ -134,15 +134,19 @@ class Analysis:
         """One pass over the module's expressions, run only when a rule needs call sites."""
         calls: Dict[str, List[ApplyCall]] = {}
         aliases: Dict[str, str] = {}  # fn = Cls.apply
-        # ``Cls()(a, b)`` passes its arguments as ``Cls.apply(a, b)`` would (AGF111's fix writes that):
-        # the outer call is a call site of the class the inner one instantiates.
-        instantiated = {
-            id(use.call): site.name
-            for site in self.discovery.function_classes
-            for use in self.direct_uses(site)
-            if use.called_at_once
-        }
         nodes = list(ast.walk(self.tree))
+        # ``Cls()(a, b)`` passes its arguments as ``Cls.apply(a, b)`` would (AGF111's fix writes that):
+        # the outer call is a call site of the class the inner one instantiates. Which class a name is
+        # takes a scope walk, run only for a module that has such a call.
+        names = {site.name for site in self.discovery.function_classes}
+        instantiated: Dict[int, str] = {}
+        if any(_instantiated_name(node) in names for node in nodes if isinstance(node, ast.Call)):
+            instantiated = {
+                id(use.call): site.name
+                for site in self.discovery.function_classes
+                for use in self.direct_uses(site)
+                if use.called_at_once
+            }
         for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 owner = _apply_owner(node.value)
@@ -405,6 +409,14 @@ def _is_literal(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         node = node.operand
     return isinstance(node, ast.Constant) and node.value is not None and node.value is not Ellipsis
+
+
+def _instantiated_name(call: ast.Call) -> Optional[str]:
+    """``Name`` for a call of the form ``Name()(...)``."""
+    inner = call.func
+    if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and not inner.args and not inner.keywords:
+        return inner.func.id
+    return None
 
 
 def _apply_owner(node: ast.expr) -> Optional[str]:

@@ -16,7 +16,6 @@ and no fixed class has a finding of a code that the mutant did not have. Skipped
 from __future__ import annotations
 
 import ast
-import importlib
 import os
 import random
 import re
@@ -26,18 +25,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", message=r"Failed to initialize NumPy", category=UserWarning)
-    if os.environ.get("AGF_REQUIRE_TORCH"):
-        torch = importlib.import_module("torch")
-    else:
-        torch = pytest.importorskip("torch", reason="the oracle runs fixture Functions under PyTorch")
+from test_fixes_oracle import ORACLE_FIXTURES, gradients, torch  # first: skips this module without torch
 
-from flake8_autograd.command.fixer import fix_text  # noqa: E402
-from flake8_autograd.command.runner import CheckOptions  # noqa: E402
-from oracle import load_fixture, parse_fixture  # noqa: E402
-from test_fixes import assert_no_new_codes  # noqa: E402
-from test_fixes_oracle import ORACLE_FIXTURES, gradients  # noqa: E402
+from flake8_autograd.command.fixer import fix_text
+from flake8_autograd.command.runner import CheckOptions
+from oracle import load_fixture, parse_fixture
+from test_fixes import assert_no_new_codes
 
 Lines = List[str]
 # A mutation rewrites the lines of one class (first to last line, 0-based, inclusive) in place; it

@@ -229,19 +229,20 @@ def test_a_method_pass_places_every_node_as_the_whole_class_pass_does(source: st
     assert placed > 10 and left == 0
 
 
-def test_where_libcst_moves_a_form_feed_its_own_positions_are_kept() -> None:
-    """libcst takes a form feed that opens an indented line into the file's default indentation, so
-    its columns there are off by one from the text. Findings have always used libcst's positions: the
-    method pass sees its ``def`` off the column ast gives and leaves the method to the whole-class pass."""
+def test_where_a_form_feed_opens_an_indented_line_both_passes_give_the_files_columns() -> None:
+    """libcst would take a form feed that opens an indented line into the indentation, a column off
+    from the text: it is given those lines without it, and the columns there are shifted back."""
     source = (
         "import torch\r\n\r\nclass Fn(torch.autograd.Function):\r\n"
         "\x0c    @staticmethod\r\n    def forward(ctx, x):\r\n\x0c        return x\r\n"
     )
     placed, left = _placements_agree(source)
-    assert placed == 0 and left > 0
+    assert placed > 0 and left == 0
     (segment,) = list(_segments(source))
     (forward,) = _methods(segment)
-    assert segment.position(forward, forward) == (5, 5)  # the text has it at column 4
+    assert segment.position(forward, forward) == (5, 4)  # where ast has it
+    (statement,) = forward.body.body
+    assert segment.position(statement, forward) == (6, 9)  # after the form feed, as ast counts
 
 
 def test_a_method_pass_places_nodes_of_the_fixtures_as_the_whole_class_pass_does() -> None:

@@ -197,6 +197,7 @@ class NodeLocator:
         # Lines of the parsed text are shifted from the file's (only the class was parsed, maybe under a
         # header line); the class keyword is where both libcst and ``ast`` put the class.
         self._line_shift = segment.class_ast.lineno - ranges[segment.class_node].start.line
+        self._column_shifts = segment.column_shifts
         self._scopes: Optional[Mapping[cst.CSTNode, Optional[Scope]]] = None
 
     def span(self, node: cst.CSTNode) -> Optional[Tuple[Position, Position]]:
@@ -204,9 +205,13 @@ class NodeLocator:
         found = self._ranges.get(node)
         if found is None:
             return None
-        start = (found.start.line + self._line_shift, found.start.column)
-        end = (found.end.line + self._line_shift, found.end.column)
-        return start, end
+        start_line, end_line = found.start.line + self._line_shift, found.end.line + self._line_shift
+        # libcst parsed some lines without the form feeds of their indentation (and what precedes them):
+        # on those lines the file's columns are further right
+        shifts = self._column_shifts
+        return (start_line, found.start.column + shifts.get(start_line, 0)), (
+            end_line, found.end.column + shifts.get(end_line, 0)
+        )
 
     def scope_of(self, node: cst.CSTNode) -> Optional[Scope]:
         if self._scopes is None:

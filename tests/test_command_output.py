@@ -217,6 +217,31 @@ def test_diff_names_odd_file_names_so_that_both_tools_find_them(tmp_path: Path, 
     assert b'--- "a/sub/caf\\303\\251.py"\n' in patch
 
 
+@pytest.mark.parametrize("tool", ["patch", "git"])
+def test_diff_through_a_link_names_the_file_it_points_to(tmp_path: Path, tool: str) -> None:
+    """``0.py -> z.py`` is walked first, and a linked folder's file is reached through the link: the patch
+    names the files themselves (both tools refuse to patch through a link) and applies as --fix writes."""
+    command = apply_tool(tool)
+    results = {}
+    for variant in ("patched", "fixed"):
+        folder = tmp_path / variant
+        (folder / "sub").mkdir(parents=True)
+        (folder / "z.py").write_text(BROKEN, encoding="utf-8")
+        (folder / "sub" / "y.py").write_text(BROKEN, encoding="utf-8")
+        (folder / "0.py").symlink_to("z.py")
+        (folder / "linked").symlink_to("sub", target_is_directory=True)
+        results[variant] = folder
+    diff = run_bytes("--diff", "0.py", "linked/y.py", cwd=results["patched"])
+    assert diff.returncode == 1, diff.stderr
+    assert b"--- a/z.py\n" in diff.stdout and b"--- a/sub/y.py\n" in diff.stdout, diff.stdout
+    run_bytes("--fix", "0.py", "linked/y.py", cwd=results["fixed"])
+    applied = subprocess.run(command, cwd=results["patched"], input=diff.stdout, capture_output=True, timeout=120)
+    assert applied.returncode == 0, (applied.stdout + applied.stderr).decode(errors="replace")
+    for name in ("z.py", "sub/y.py"):
+        assert (results["patched"] / name).read_bytes() == (results["fixed"] / name).read_bytes() != BROKEN.encode()
+    assert (results["patched"] / "0.py").is_symlink()
+
+
 def test_diff_refuses_a_file_outside_the_current_folder(tmp_path: Path) -> None:
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "x.py").write_text(BROKEN, encoding="utf-8")
@@ -228,8 +253,8 @@ def test_diff_refuses_a_file_outside_the_current_folder(tmp_path: Path) -> None:
     assert "../" not in result.stdout
     assert result.stdout.startswith("--- a/inside.py\n+++ b/inside.py\n@@ ")  # the other file's fixes still
     assert result.stderr.splitlines() == [
-        "flake8-autograd: ../../../c/x.py: outside the current folder, so a patch applied from here cannot "
-        "name it; run --diff from a folder that holds it",
+        "flake8-autograd: ../../../c/x.py: outside the current folder (or a link to a file there), so a patch "
+        "applied from here cannot name it; run --diff from a folder that holds it",
         "would fix 2 of 6 findings in 1 file",
     ]
     assert (tmp_path / "c" / "x.py").read_text(encoding="utf-8") == BROKEN

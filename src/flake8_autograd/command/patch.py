@@ -68,13 +68,15 @@ def _lines(data: bytes) -> List[bytes]:
 
 
 def _relative_label(path: str) -> bytes:
+    """The file ``--fix`` would write, named from the current folder: through a symbolic link, the file
+    it points to (``patch`` and ``git apply`` refuse to patch a link, or a file beyond a linked folder)."""
     try:
-        relative = os.path.relpath(os.path.abspath(path)).replace(os.sep, "/")
+        relative = os.path.relpath(os.path.realpath(path), os.path.realpath(os.getcwd())).replace(os.sep, "/")
     except ValueError:  # on another drive than the current folder (Windows)
         relative = "../"
     if relative == ".." or relative.startswith("../"):
         raise UnnamedInPatch(
-            "outside the current folder, so a patch applied from here cannot name it; "
+            "outside the current folder (or a link to a file there), so a patch applied from here cannot name it; "
             "run --diff from a folder that holds it"
         )
     return os.fsencode(relative)

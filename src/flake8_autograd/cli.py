@@ -8,10 +8,11 @@ findings are those that remain; with ``--diff``, those found before any fix.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, TextIO, Tuple
 
 from .command.files import is_excluded, python_files
 from .command.fixer import FixedFile, fix_source, fixed_files
@@ -174,35 +175,35 @@ def _tell(line: str) -> None:
 
 def _write_bytes(output: bytes) -> bool:
     """Whether ``output`` went to stdout (a reader that stopped reading counts: ``| head``); if not, says why."""
-    if not output:
-        return True
-    stream = sys.stdout
-    if stream is None:
-        return _cannot_write("standard output is closed")
-    try:
+
+    def write(stream: TextIO) -> None:
         stream.flush()
         stream.buffer.write(output)
         stream.buffer.flush()
-    except BrokenPipeError:
-        _discard_stdout()
-    except OSError as error:
-        _discard_stdout()
-        return _cannot_write(error.strerror or str(error))
-    return True
+
+    return _to_stdout(bool(output), write)
 
 
 def _write(output: str) -> bool:
     """As ``_write_bytes``, for text."""
-    if not output:
+
+    def write(stream: TextIO) -> None:
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")  # a path or name the terminal cannot show
+        stream.write(output)
+        stream.flush()
+
+    return _to_stdout(bool(output), write)
+
+
+def _to_stdout(anything: bool, write: Callable[[TextIO], None]) -> bool:
+    if not anything:
         return True
     stream = sys.stdout
     if stream is None:
         return _cannot_write("standard output is closed")
     try:
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")  # a path or name the terminal cannot show
-        stream.write(output)
-        stream.flush()
+        write(stream)
     except BrokenPipeError:
         # The reader went away: stop quietly, with the status the whole output would have had.
         _discard_stdout()

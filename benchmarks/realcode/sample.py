@@ -1,0 +1,121 @@
+"""Draw the classes to label: custom autograd Functions across the manifest's projects, at random, once.
+
+    python benchmarks/realcode/sample.py --count 400 [--seed 20261123] [--cache DIR] [--packets DIR]
+
+Every project of ``projects.toml`` must be in the cache (``fetch.py``). The draw is uniform over all
+Function classes of all projects, with a fixed seed, so that the same manifest gives the same sample; it
+prints one line per class (``project<TAB>path:line:end<TAB>name``, the file written to ``sample.txt``).
+With ``--packets``, each class is also written as a packet for a blind labeller: the class's text with
+line numbers and where it comes from, and nothing of what the linter says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import random
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+HERE = Path(__file__).resolve().parent
+MANIFEST = HERE / "projects.toml"
+SAMPLE = HERE / "sample.txt"
+DEFAULT_CACHE = Path.home() / ".cache" / "flake8-autograd-realcode"
+DEFAULT_SEED = 20261123
+FUNCTION_BASES = {"Function", "autograd.Function", "torch.autograd.Function", "torch.autograd.function.Function"}
+
+
+def load_toml(path: Path) -> Dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python < 3.11
+        import tomli as tomllib
+    with path.open("rb") as stream:
+        data: Dict[str, Any] = tomllib.load(stream)
+    return data
+
+
+@dataclass(frozen=True)
+class FunctionClass:
+    project: str
+    path: str  # relative to the project's folder in the cache
+    line: int
+    end: int
+    name: str
+
+    def row(self) -> str:
+        return f"{self.project}\t{self.path}:{self.line}:{self.end}\t{self.name}"
+
+
+def _dotted(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    return None
+
+
+def function_classes(project: str, root: Path) -> Iterator[FunctionClass]:
+    """The classes of ``root``'s Python files that subclass autograd's Function, directly or through a class
+    of the same file that does, in a stable order."""
+    for file in sorted(root.rglob("*.py")):
+        try:
+            tree = ast.parse(file.read_bytes())
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+        bases = set(FUNCTION_BASES)
+        found: List[ast.ClassDef] = []
+        while True:  # a subclass may come before its base in the walk: until nothing new is found
+            new = [node for node in classes if node not in found and any(_dotted(base) in bases for base in node.bases)]
+            if not new:
+                break
+            found += new
+            bases.update(node.name for node in new)
+        relative = file.relative_to(root).as_posix()
+        for node in sorted(found, key=lambda node: node.lineno):
+            yield FunctionClass(project, relative, node.lineno, node.end_lineno or node.lineno, node.name)
+
+
+def draw(classes: Sequence[FunctionClass], count: int, seed: int) -> List[FunctionClass]:
+    ordered = sorted(classes, key=lambda found: (found.project, found.path, found.line))
+    chosen = random.Random(seed).sample(ordered, min(count, len(ordered)))
+    return sorted(chosen, key=lambda found: (found.project, found.path, found.line))
+
+
+def packet(found: FunctionClass, root: Path) -> str:
+    lines = (root / found.path).read_text(encoding="utf-8", errors="replace").splitlines()
+    body = "\n".join(f"{number:5d}  {lines[number - 1]}" for number in range(found.line, found.end + 1))
+    return f"# {found.project}: {found.path}:{found.line} class {found.name}\n\n{body}\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=400)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--manifest", type=Path, default=MANIFEST)
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--output", type=Path, default=SAMPLE)
+    parser.add_argument("--packets", type=Path, help="also write one labeller packet per class here")
+    args = parser.parse_args(argv)
+    projects = [entry["name"] for entry in load_toml(args.manifest).get("project", [])]
+    missing = [name for name in projects if not (args.cache / name).is_dir()]
+    if missing:
+        print(f"sample: not in the cache (run fetch.py first): {', '.join(missing)}", file=sys.stderr)
+        return 2
+    classes = [found for name in projects for found in function_classes(name, args.cache / name)]
+    chosen = draw(classes, args.count, args.seed)
+    args.output.write_text("".join(found.row() + "\n" for found in chosen), encoding="utf-8")
+    if args.packets is not None:
+        args.packets.mkdir(parents=True, exist_ok=True)
+        for index, found in enumerate(chosen):
+            (args.packets / f"{index:04d}.txt").write_text(packet(found, args.cache / found.project), encoding="utf-8")
+    print(f"{len(chosen)} of {len(classes)} Function classes in {len(projects)} projects -> {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

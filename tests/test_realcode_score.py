@@ -1,0 +1,222 @@
+"""The real-code benchmark's scorer on a tiny fixture: two projects already in a cache folder, labels
+that the linter partly disagrees with, adjudications and judgements. No network."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Dict, List, Tuple
+
+import pytest
+
+from conftest import ROOT
+
+SCORER = ROOT / "benchmarks" / "realcode" / "score.py"
+FIXTURE = Path(__file__).parent / "realcode_fixture"
+HEADER = ["code", "rules", "labelled", "found", "TP", "FP", "FN", "precision", "recall"]
+
+
+def score(*args: str, data: Path = FIXTURE, cache: Path = FIXTURE / "cache") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCORER), "--data", str(data), "--cache", str(cache), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def tables(output: str) -> Dict[str, Dict[Tuple[str, str], List[str]]]:
+    """Each split's table rows by (code, rules): labelled, found, TP, FP, FN, precision, recall."""
+    result: Dict[str, Dict[Tuple[str, str], List[str]]] = {}
+    rows: Dict[Tuple[str, str], List[str]] = {}
+    for line in output.splitlines():
+        cells = line.split()
+        if line.endswith(" split:") or " split: " in line:
+            rows = result.setdefault(line.split()[0], {})
+        elif cells and cells[0] != "code" and len(cells) == len(HEADER) and cells[1] in ("default", "preview"):
+            rows[(cells[0], cells[1])] = cells[2:]
+    return result
+
+
+def fixture_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "data"
+    shutil.copytree(FIXTURE, copy, ignore=shutil.ignore_patterns("cache"))
+    return copy
+
+
+def test_scores_both_splits_with_preview_codes() -> None:
+    result = score("--split", "both", "--preview")
+    assert result.returncode == 0, result.stderr
+    assert tables(result.stdout) == {
+        "dev": {
+            ("AGF001", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
+            # HiddenTensor: the linter cannot see make_cache returns a tensor (a miss)
+            ("AGF003", "default"): ["2", "1", "1", "0", "1", "1.000", "0.500"],
+            # TwoGradients: labelled after the adjudication against the label
+            ("AGF004", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
+            # SavesTwice is labelled clean; the unlabelled class's AGF001 is not counted
+            ("AGF101", "preview"): ["0", "1", "0", "1", "0", "0.000", "—"],
+            ("total", "default"): ["4", "3", "3", "0", "1", "1.000", "0.750"],
+            ("total", "preview"): ["0", "1", "0", "1", "0", "0.000", "—"],
+        },
+        "test": {
+            ("AGF001", "default"): ["2", "2", "2", "0", "0", "1.000", "1.000"],
+            ("total", "default"): ["2", "2", "2", "0", "0", "1.000", "1.000"],
+            ("total", "preview"): ["0", "0", "0", "0", "0", "—", "—"],
+        },
+    }
+    lines = result.stdout.splitlines()
+    assert "dev split: 1 project, 8 labelled classes (3 clean), 2 missing" in lines
+    assert "test split: 1 project, 2 labelled classes (1 clean), 0 missing" in lines
+    assert lines.count("adjudications: 1 label wrong, 1 linter wrong") == 1
+    assert lines.count("adjudications: 0 label wrong, 0 linter wrong") == 1
+    assert [line for line in lines if line.startswith("missing:")] == [
+        "missing: alpha/gone.py:3 Gone: no such file in the cache",
+        "missing: alpha/ops.py:12 Renamed: no class Renamed at line 12",
+    ]
+    assert HEADER == lines[1].split()
+
+
+def test_default_run_scores_dev_split_without_preview_codes() -> None:
+    result = score()
+    assert result.returncode == 0, result.stderr
+    assert tables(result.stdout) == {
+        "dev": {
+            ("AGF001", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
+            ("AGF003", "default"): ["2", "1", "1", "0", "1", "1.000", "0.500"],
+            ("AGF004", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
+            ("total", "default"): ["4", "3", "3", "0", "1", "1.000", "0.750"],
+        }
+    }
+    assert "AGF101" not in result.stdout
+
+
+def test_details_name_the_lines_of_each_disagreement() -> None:
+    result = score("--preview", "--details")
+    assert [line for line in result.stdout.splitlines() if line.startswith("disagreement:")] == [
+        "disagreement: alpha/ops.py:52 HiddenTensor AGF003: labelled at [55], found at []",
+        "disagreement: alpha/layers/norm.py:6 SavesTwice AGF101: labelled at [], found at [10]",
+    ]
+
+
+def test_lists_every_test_finding_with_its_verdict() -> None:
+    result = score("--list-test-findings", "--preview")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split("\t") for line in lines[:5]] == [
+        ["beta", "kernel.py:7:5", "AGF001", "Scale.forward must be a @staticmethod; add @staticmethod above the def",
+         "true"],
+        ["beta", "kernel.py:11:5", "AGF001",
+         "Scale.backward must be a @staticmethod; add @staticmethod above the def", "false"],
+        ["beta", "kernel.py:30:9", "AGF101",
+         "Offset.forward calls ctx.save_for_backward again after line 29; the second call silently replaces the "
+         "first: save every tensor in one call", "debatable"],
+        ["beta", "sub/extra.py:7:5", "AGF001",
+         "Twice.forward must be a @staticmethod; add @staticmethod above the def", "debatable"],
+        ["beta", "sub/extra.py:10:5", "AGF001",
+         "Twice.backward must be a @staticmethod; add @staticmethod above the def", "UNJUDGED"],
+    ]
+    assert lines[5:] == [
+        "5 findings, 1 unjudged, 1 judgement matching no finding, 0 projects missing",
+        "precision from judged findings: AGF001 0.500 (1 true, 1 false, 1 debatable, 1 unjudged); "
+        "AGF101 — (0 true, 0 false, 1 debatable, 0 unjudged)",
+    ]
+
+
+def test_listing_without_preview_keeps_judgements_of_hidden_codes() -> None:
+    result = score("--list-test-findings")
+    assert "AGF101" not in result.stdout
+    assert result.stdout.splitlines()[-2:] == [
+        "4 findings, 1 unjudged, 1 judgement matching no finding, 0 projects missing",
+        "precision from judged findings: AGF001 0.500 (1 true, 1 false, 1 debatable, 1 unjudged)",
+    ]
+
+
+def test_empty_cache_reports_everything_missing(tmp_path: Path) -> None:
+    result = score("--split", "both", cache=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "dev split: 1 project, 8 labelled classes (3 clean), 8 missing" in result.stdout
+    assert "test split: 1 project, 2 labelled classes (1 clean), 2 missing" in result.stdout
+    assert tables(result.stdout)["dev"] == {("total", "default"): ["0", "0", "0", "0", "0", "—", "—"]}
+    listing = score("--list-test-findings", cache=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert "missing: project beta has no folder in the cache" in listing.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    "file, old, new, reason",
+    [
+        ("labels/alpha.toml", 'name = "Correct"', "", "labels/alpha.toml: [[class]] #3: 'name' must be a string"),
+        ("labels/alpha.toml", '"AGF004"', '"AGF999"', "[[class]] #4 violation #1: unknown code 'AGF999'"),
+        ("labels/beta.toml", 'project = "beta"', 'project = "gamma"', "project 'gamma' is not in projects.toml"),
+        ("labels/beta.toml", "line = 15", "line = 6", "beta/kernel.py:6 Shift: class labelled twice (also as Scale)"),
+        ("labels/beta.toml", "violations = []", "violations = [", "labels/beta.toml: not valid TOML"),
+        ("projects.toml", 'split = "test"', 'split = "train"', "'split' must be one of dev, test, not 'train'"),
+        ("adjudications.toml", 'wrong = "label"', 'wrong = "both"', "'wrong' must be one of label, linter"),
+        ("judgements.toml", 'verdict = "false"', 'verdict = "no"', "'verdict' must be one of true, false, debatable"),
+    ],
+)
+def test_malformed_data_exits_2_with_one_line(tmp_path: Path, file: str, old: str, new: str, reason: str) -> None:
+    data = fixture_copy(tmp_path)
+    path = data / file
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    for mode in ((), ("--list-test-findings",)):
+        result = score(*mode, data=data)
+        assert result.returncode == 2
+        assert result.stdout == ""
+        assert len(result.stderr.splitlines()) == 1
+        assert result.stderr.startswith("score.py: error: ")
+        assert reason in result.stderr
+
+
+def test_missing_manifest_exits_2(tmp_path: Path) -> None:
+    result = score(data=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"score.py: error: {tmp_path / 'projects.toml'}: no such file"
+
+
+def load_scorer() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("realcode_score", SCORER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_finding_goes_to_the_innermost_labelled_class(tmp_path: Path) -> None:
+    scorer = load_scorer()
+    (tmp_path / "data" / "labels").mkdir(parents=True)
+    (tmp_path / "data" / "projects.toml").write_text('[[project]]\nname = "nested"\nsplit = "dev"\n')
+    (tmp_path / "data" / "labels" / "nested.toml").write_text(
+        '[[class]]\nproject = "nested"\npath = "m.py"\nline = 4\nname = "Outer"\nlabeller = "t"\n'
+        'violations = [ { code = "AGF001", line = 6, reason = "" } ]\n'
+        '[[class]]\nproject = "nested"\npath = "m.py"\nline = 5\nname = "Inner"\nlabeller = "t"\nviolations = []\n'
+    )
+    (tmp_path / "cache" / "nested").mkdir(parents=True)
+    (tmp_path / "cache" / "nested" / "m.py").write_text(
+        "from torch.autograd import Function\n"
+        "\n"
+        "\n"
+        "class Outer:\n"
+        "    class Inner(Function):\n"
+        "        def forward(ctx, x):\n"
+        "            return x\n"
+        "\n"
+        "        @staticmethod\n"
+        "        def backward(ctx, grad):\n"
+        "            return grad\n"
+    )
+    benchmark = scorer.load_benchmark(tmp_path / "data")
+    result = scorer.score_split(benchmark, "dev", tmp_path / "cache", preview=False)
+    tally = result.tallies["AGF001"]
+    # Outer's label claims the finding, but it belongs to Inner (labelled clean): one FP and one FN.
+    assert (tally.labelled, tally.found, tally.true_positives) == (1, 1, 0)
+    assert (tally.false_positives, tally.false_negatives) == (1, 1)
+    assert (tally.precision, tally.recall) == (0.0, 0.0)

@@ -35,7 +35,7 @@ def tables(output: str) -> Dict[str, Dict[Tuple[str, str], List[str]]]:
     rows: Dict[Tuple[str, str], List[str]] = {}
     for line in output.splitlines():
         cells = line.split()
-        if line.endswith(" split:") or " split: " in line:
+        if " split: " in line:
             rows = result.setdefault(line.split()[0], {})
         elif cells and cells[0] != "code" and len(cells) == len(HEADER) and cells[1] in ("default", "preview"):
             rows[(cells[0], cells[1])] = cells[2:]
@@ -220,3 +220,19 @@ def test_finding_goes_to_the_innermost_labelled_class(tmp_path: Path) -> None:
     assert (tally.labelled, tally.found, tally.true_positives) == (1, 1, 0)
     assert (tally.false_positives, tally.false_negatives) == (1, 1)
     assert (tally.precision, tally.recall) == (0.0, 0.0)
+
+
+def test_file_that_is_not_python_is_missing_and_listed_as_not_checked(tmp_path: Path) -> None:
+    (tmp_path / "data" / "labels").mkdir(parents=True)
+    (tmp_path / "data" / "projects.toml").write_text('[[project]]\nname = "broken"\nsplit = "test"\n')
+    (tmp_path / "data" / "labels" / "broken.toml").write_text(
+        '[[class]]\nproject = "broken"\npath = "m.py"\nline = 1\nname = "A"\nlabeller = "t"\nviolations = []\n'
+    )
+    (tmp_path / "cache" / "broken").mkdir(parents=True)
+    (tmp_path / "cache" / "broken" / "m.py").write_text("class A(Function):\n    def (\n")
+    result = score("--split", "test", data=tmp_path / "data", cache=tmp_path / "cache")
+    assert result.returncode == 0, result.stderr
+    assert "test split: 1 project, 1 labelled class (1 clean), 1 missing" in result.stdout
+    assert "missing: broken/m.py:1 A: cannot parse: invalid syntax (<unknown>, line 2)" in result.stdout
+    listing = score("--list-test-findings", data=tmp_path / "data", cache=tmp_path / "cache")
+    assert listing.stdout.splitlines()[0].startswith("broken\tm.py\tnot checked: skipped, not valid Python")

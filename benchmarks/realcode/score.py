@@ -487,8 +487,8 @@ def list_test_findings(benchmark: Benchmark, cache: Path, preview: bool) -> List
                 continue
             relative = path.relative_to(folder).as_posix()
             outcome = check_file(str(path), ALL_RULES)
-            if outcome.error:
-                lines.append(f"{project.name}\t{relative}\tnot checked: {outcome.error}")
+            if outcome.error or outcome.notice:
+                lines.append(f"{project.name}\t{relative}\tnot checked: {outcome.error or outcome.notice}")
             for report in sorted(outcome.reports, key=lambda report: (report.line, report.column, report.code)):
                 key = (project.name, relative, report.line, report.code)
                 used.add(key)  # a judgement of a hidden preview finding is not stale

@@ -9,8 +9,8 @@ outside the repository):
 - ``source = "pypi"``: ``pip download --no-deps`` of the exact ``requirement`` (``--only-binary :all:``
   when ``file`` is a wheel, ``--no-binary :all:`` for an sdist); the downloaded file must be ``file`` and
   its sha256 must be ``sha256``, or the project is refused. pip reads an sdist's metadata, and the
-  ``setup.py`` of many of these projects imports torch: when the first try fails, a second one uses
-  ``--no-build-isolation``, so run this with an interpreter that has torch (and setuptools) installed.
+  ``setup.py`` of many of these projects imports torch: the first try uses ``--no-build-isolation``, so
+  run this with an interpreter that has torch and setuptools installed (an isolated build comes second).
 - ``source = "github"``: the tarball of ``commit`` of ``repository`` (``owner/name``), over HTTPS, or,
   with ``--github-mirror DIR``, ``git archive <commit>`` of the bare git directory ``DIR/<owner>+<name>``
   (no network).
@@ -218,18 +218,24 @@ def download_pypi(project: Project, archives: Path) -> Path:
         command += ["--dest", scratch, project.requirement]
         attempts = [command]
         if not project.file.endswith(".whl"):
-            # pip reads an sdist's metadata, and many setup.py import torch: retry with this interpreter's packages.
-            attempts.append([*command[:4], "--no-build-isolation", *command[4:]])
+            # pip reads an sdist's metadata, and many setup.py import torch, which an isolated build lacks (and
+            # installing it there is a long download): first with this interpreter's packages, which fails fast
+            # when the build backend is missing, then isolated.
+            attempts.insert(0, [*command[:4], "--no-build-isolation", *command[4:]])
+        failure = ""
         for attempt in attempts:
             try:
                 result = subprocess.run(attempt, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT)
             except subprocess.TimeoutExpired:
-                raise FetchError(f"pip download timed out after {DOWNLOAD_TIMEOUT} s") from None
+                failure = f"pip download timed out after {DOWNLOAD_TIMEOUT} s"
+                continue
             if result.returncode == 0:
+                failure = ""
                 break
-        if result.returncode != 0:
             lines = [line for line in result.stderr.splitlines() if line.strip()]
-            raise FetchError(f"pip download failed: {lines[-1].strip() if lines else result.returncode}")
+            failure = f"pip download failed: {lines[-1].strip() if lines else result.returncode}"
+        if failure:
+            raise FetchError(failure)
         downloaded = Path(scratch) / project.file
         if not downloaded.is_file():
             found = ", ".join(sorted(entry.name for entry in Path(scratch).iterdir())) or "nothing"

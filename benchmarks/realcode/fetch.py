@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,13 @@ MARKER = ".realcode-pin"
 ARCHIVES = ".archives"  # downloaded files, kept so that a changed pin or a lost folder needs no new download
 GITHUB_TARBALL = "https://codeload.github.com/{repository}/tar.gz/{commit}"
 DOWNLOAD_TIMEOUT = 300  # seconds, per network operation
+# Reading an sdist's metadata runs its setup.py: these tell the CUDA projects' ones not to compile or to
+# look for a CUDA toolkit (only the file is wanted, nothing is built or installed).
+SKIP_CUDA_BUILD = {
+    "FLASH_ATTENTION_SKIP_CUDA_BUILD": "TRUE",
+    "MAMBA_SKIP_CUDA_BUILD": "TRUE",
+    "CAUSAL_CONV1D_SKIP_CUDA_BUILD": "TRUE",
+}
 
 
 class FetchError(Exception):
@@ -225,7 +233,10 @@ def download_pypi(project: Project, archives: Path) -> Path:
         failure = ""
         for attempt in attempts:
             try:
-                result = subprocess.run(attempt, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT)
+                environment = {**os.environ, **SKIP_CUDA_BUILD}
+                result = subprocess.run(
+                    attempt, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT, env=environment
+                )
             except subprocess.TimeoutExpired:
                 failure = f"pip download timed out after {DOWNLOAD_TIMEOUT} s"
                 continue

@@ -283,7 +283,8 @@ def archive_from_mirror(project: Project, mirror: Path) -> bytes:
     git_dir = mirror / project.repository.replace("/", "+")
     if not git_dir.is_dir():
         raise FetchError(f"no git directory {git_dir.name} in the mirror folder")
-    command = ["git", "--git-dir", str(git_dir), "archive", "--format=tar", project.commit]
+    # Only the Python files: a mirror may lack large files (data, weights) that a whole archive would need.
+    command = ["git", "--git-dir", str(git_dir), "archive", "--format=tar", project.commit, "--", "*.py"]
     try:
         result = subprocess.run(command, capture_output=True, timeout=DOWNLOAD_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as error:

@@ -17,7 +17,9 @@ import random
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence
+
+from fetch import load_toml  # the folder of this script is on the path, run as a script or by the tests
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "projects.toml"
@@ -25,16 +27,6 @@ SAMPLE = HERE / "sample.txt"
 DEFAULT_CACHE = Path.home() / ".cache" / "flake8-autograd-realcode"
 DEFAULT_SEED = 20261123
 FUNCTION_BASES = {"Function", "autograd.Function", "torch.autograd.Function", "torch.autograd.function.Function"}
-
-
-def load_toml(path: Path) -> Dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python < 3.11
-        import tomli as tomllib
-    with path.open("rb") as stream:
-        data: Dict[str, Any] = tomllib.load(stream)
-    return data
 
 
 @dataclass(frozen=True)

@@ -404,3 +404,5 @@ def test_an_instantiated_call_is_a_call_site_for_the_gradient_count() -> None:
     assert "AGF004" in code_counts(findings_with_fixes(source))
     shadowed = source.replace("def scale_by(x, scale):", "def scale_by(ScaleBy, x, scale):")
     assert "AGF004" not in code_counts(findings_with_fixes(shadowed))
+    defaulted = source.replace("return ScaleBy()(x, scale)", "return ScaleBy()(x)")  # correct: scale defaults
+    assert "AGF004" not in code_counts(findings_with_fixes(defaulted))

@@ -10,7 +10,7 @@ import libcst as cst
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, CtxStore, Method
 from ..engine.tensors import Kind, TensorInference
-from ..engine.walk import is_larger_than
+from ..engine.walk import short_code
 from ..fixes import Edit, Fix, locator
 from .base import Finding, Rule
 
@@ -141,15 +141,8 @@ class TensorOnCtxRule(Rule):
 
 
 def _quote(node: cst.BaseExpression) -> str:
-    if is_larger_than(node, _MAX_QUOTED_NODES):
-        return "value"  # too long to quote anyway; and generating its code recurses once per level
-    code = _EMPTY_MODULE.code_for_node(node)
-    return f"'{code}'" if len(code) <= 40 and "\n" not in code else "value"
-
-
-_EMPTY_MODULE = cst.Module(body=[])
-# Code of 40 characters holds fewer nodes than this.
-_MAX_QUOTED_NODES = 100
+    code = short_code(node)
+    return f"'{code}'" if code is not None else "value"
 
 
 def _is_returned(store: CtxStore, inference: TensorInference, tensors: List[cst.BaseExpression]) -> bool:

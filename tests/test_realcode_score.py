@@ -60,8 +60,10 @@ def test_scores_both_splits_with_preview_codes() -> None:
             ("AGF004", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
             # SavesTwice is labelled clean; the unlabelled class's AGF001 is not counted
             ("AGF101", "preview"): ["0", "1", "0", "1", "0", "0.000", "—"],
+            # Instantiated: the finding is at module level and names the class
+            ("AGF111", "preview"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
             ("total", "default"): ["4", "3", "3", "0", "1", "1.000", "0.750"],
-            ("total", "preview"): ["0", "1", "0", "1", "0", "0.000", "—"],
+            ("total", "preview"): ["1", "2", "1", "1", "0", "0.500", "1.000"],
         },
         "test": {
             ("AGF001", "default"): ["2", "2", "2", "0", "0", "1.000", "1.000"],
@@ -70,7 +72,7 @@ def test_scores_both_splits_with_preview_codes() -> None:
         },
     }
     lines = result.stdout.splitlines()
-    assert "dev split: 1 project, 8 labelled classes (3 clean), 2 missing" in lines
+    assert "dev split: 1 project, 9 labelled classes (3 clean), 2 missing" in lines
     assert "test split: 1 project, 2 labelled classes (1 clean), 0 missing" in lines
     assert lines.count("adjudications: 1 label wrong, 1 linter wrong") == 1
     assert lines.count("adjudications: 0 label wrong, 0 linter wrong") == 1
@@ -97,10 +99,12 @@ def test_default_run_scores_dev_split_without_preview_codes() -> None:
 
 def test_details_name_the_lines_of_each_disagreement() -> None:
     result = score("--preview", "--details")
-    assert [line for line in result.stdout.splitlines() if line.startswith("disagreement:")] == [
-        "disagreement: alpha/ops.py:52 HiddenTensor AGF003: labelled at [55], found at []",
-        "disagreement: alpha/layers/norm.py:6 SavesTwice AGF101: labelled at [], found at [10]",
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if line.startswith("disagreement:")] == [
+        "disagreement: alpha/ops.py:52 HiddenTensor AGF003: labelled at [55], found at [] (adjudicated: linter wrong)",
+        "disagreement: alpha/layers/norm.py:6 SavesTwice AGF101: labelled at [], found at [10] (open)",
     ]
+    assert "disagreements: 2, 1 adjudicated, 1 open" in lines
 
 
 def test_lists_every_test_finding_with_its_verdict() -> None:
@@ -139,7 +143,7 @@ def test_listing_without_preview_keeps_judgements_of_hidden_codes() -> None:
 def test_empty_cache_reports_everything_missing(tmp_path: Path) -> None:
     result = score("--split", "both", cache=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "dev split: 1 project, 8 labelled classes (3 clean), 8 missing" in result.stdout
+    assert "dev split: 1 project, 9 labelled classes (3 clean), 9 missing" in result.stdout
     assert "test split: 1 project, 2 labelled classes (1 clean), 2 missing" in result.stdout
     assert tables(result.stdout)["dev"] == {("total", "default"): ["0", "0", "0", "0", "0", "—", "—"]}
     listing = score("--list-test-findings", cache=tmp_path)

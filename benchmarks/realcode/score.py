@@ -26,7 +26,7 @@ import argparse
 import ast
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -315,6 +315,7 @@ class Disagreement:
     code: str
     labelled_lines: Tuple[int, ...]
     found_lines: Tuple[int, ...]
+    adjudicated: Optional[str] = None  # which side an adjudication found wrong, if one was recorded
 
 
 @dataclass
@@ -391,12 +392,29 @@ def score_split(benchmark: Benchmark, split: str, cache: Path, preview: bool) ->
             holders = [label for label, (start, end) in spans.items() if start <= report.line <= end]
             if holders:  # the innermost labelled class holds the finding
                 found[min(holders, key=lambda label: spans[label][1] - spans[label][0])].append(report)
+            else:  # a use of the class elsewhere in the module (AGF111 `Fn()`): the class its message names
+                named = [label for label in spans if _named_class(report.text) == label.name]
+                if len(named) == 1:
+                    found[named[0]].append(report)
         for label, reports in found.items():
             _tally_class(score, label, [report for report in reports if shown(report.code)], shown)
+    sides: Dict[Tuple[str, str, int, str], str] = {}
     for adjudication in benchmark.adjudications:
         if benchmark.in_split(adjudication.project, split):
             score.adjudications[adjudication.wrong] += 1
+            key = (adjudication.project, adjudication.path, adjudication.class_line, adjudication.code)
+            sides[key] = adjudication.wrong
+    for index, item in enumerate(score.disagreements):
+        where = item.labelled_class
+        side = sides.get((where.project, where.path, where.line, item.code))
+        score.disagreements[index] = replace(item, adjudicated=side)
     return score
+
+
+def _named_class(message: str) -> str:
+    """The class a message begins with: every message opens with ``Name`` or ``Name.method``."""
+    first_word = message.split(" ", 1)[0]
+    return first_word.split(".", 1)[0]
 
 
 def _tally_class(
@@ -457,11 +475,17 @@ def format_split(score: SplitScore, preview: bool, details: bool) -> List[str]:
     )
     for label, reason in sorted(score.missing, key=lambda item: (item[0].project, item[0].path, item[0].line)):
         lines.append(f"missing: {label.where}: {reason}")
+    open_disagreements = [item for item in score.disagreements if item.adjudicated is None]
+    lines.append(
+        f"disagreements: {len(score.disagreements)}, "
+        f"{len(score.disagreements) - len(open_disagreements)} adjudicated, {len(open_disagreements)} open"
+    )
     if details:
         for item in score.disagreements:
+            verdict = "open" if item.adjudicated is None else f"adjudicated: {item.adjudicated} wrong"
             lines.append(
                 f"disagreement: {item.labelled_class.where} {item.code}: labelled at "
-                f"{list(item.labelled_lines)}, found at {list(item.found_lines)}"
+                f"{list(item.labelled_lines)}, found at {list(item.found_lines)} ({verdict})"
             )
     return lines
 

@@ -441,3 +441,30 @@ def test_the_facts_of_a_body_are_read_from_every_kind_of_statement() -> None:
     assert facts.reads_needs_input_grad and len(facts.returns) == 1 and not facts.yields
     assert [subscript.attribute for subscript in facts.ctx_subscripts] == ["needs_input_grad"]
     assert facts.ctx_references == 4
+
+
+# -- gradient provenance: linear in the locals of backward ----------------------------------------------
+def test_provenance_follows_each_local_once_however_often_it_is_indexed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each local made of three parts of the previous one: a walk that started afresh for every part
+    followed the first local 3**n times (a file of this shape held a run for minutes)."""
+    from flake8_autograd.engine import provenance
+
+    levels = 8
+    chain = "".join(f"    x{i} = (x{i - 1}[0], x{i - 1}[1], x{i - 1}[2])\n" for i in range(1, levels + 1))
+    source = (
+        "import torch\n\n\nclass Chain(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, a, b):\n        return a * b\n\n"
+        "    @staticmethod\n    def backward(ctx, grad):\n        x0 = grad * 2\n"
+        + textwrap.indent(chain, "    ")
+        + f"        return x{levels}[0], x{levels}[1]\n"
+    )
+    followed: List[str] = []
+    original = provenance._bound_values
+
+    def counting(name: str, *args: object) -> object:
+        followed.append(name)
+        return original(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(provenance, "_bound_values", counting)
+    assert lint(source) == []  # every gradient is one computation (grad * 2), returned in two slots
+    assert followed and len(followed) <= 2 * (levels + 1)

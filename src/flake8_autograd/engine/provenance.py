@@ -50,19 +50,16 @@ ALLOCATIONS = frozenset(
 # ``x.grad`` after one ``torch.autograd.backward``: every such read comes from that one call.
 _GRAD_READ: Computation = ("grad attribute",)
 
-# Budgets against pathological code: nodes visited, and indexings of indexings followed.
+# Budget against pathological code: nodes visited in one walk.
 MAX_STEPS = 2_000
-MAX_DEPTH = 20
 
 
 def computations(
-    node: cst.BaseExpression, method: Method, allocating: FrozenSet[str] = frozenset(), depth: int = 0
+    node: cst.BaseExpression, method: Method, allocating: FrozenSet[str] = frozenset()
 ) -> FrozenSet[Computation]:
     """The computations in ``method`` that produce ``node``'s value (empty: none, or not followed).
 
     ``allocating`` names the module's functions that only allocate memory."""
-    if depth > MAX_DEPTH:
-        return frozenset()
     found: Set[Computation] = set()
     followed: Set[str] = set()
     pending: List[cst.CSTNode] = [node]
@@ -93,8 +90,10 @@ def computations(
                 continue  # ctx.saved_tensors[0], ctx.sizes[1]
             base = value.value
             if isinstance(base, cst.Name) and base.value in method.facts.bindings:
-                # A part of a local result comes from what made it (nothing, for a fused kernel's).
-                found.update(computations(base, method, allocating, depth + 1))
+                # A part of a local result comes from what made it (nothing, for a fused kernel's). Followed
+                # in this walk, once per name: a fresh walk per subscript would redo the name's whole
+                # history for every part taken of it, exponential in a chain of such locals.
+                pending.append(base)
             else:
                 found.add(("subscript", fingerprint(value)))  # indexing a parameter is work of its own
         elif isinstance(value, cst.BinaryOperation):

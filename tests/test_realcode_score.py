@@ -240,3 +240,42 @@ def test_file_that_is_not_python_is_missing_and_listed_as_not_checked(tmp_path: 
     assert "missing: broken/m.py:1 A: cannot parse: invalid syntax (<unknown>, line 2)" in result.stdout
     listing = score("--list-test-findings", data=tmp_path / "data", cache=tmp_path / "cache")
     assert listing.stdout.splitlines()[0].startswith("broken\tm.py\tnot checked: skipped, not valid Python")
+
+
+def test_finding_outside_its_class_goes_to_the_class_named_only_when_the_name_is_unique(tmp_path: Path) -> None:
+    scorer = load_scorer()
+    (tmp_path / "data" / "labels").mkdir(parents=True)
+    (tmp_path / "data" / "projects.toml").write_text('[[project]]\nname = "twice"\nsplit = "dev"\n')
+    (tmp_path / "data" / "labels" / "twice.toml").write_text(
+        '[[class]]\nproject = "twice"\npath = "m.py"\nline = 5\nname = "Kernel"\nlabeller = "t"\nviolations = []\n'
+    )
+    (tmp_path / "cache" / "twice").mkdir(parents=True)
+    # Two classes of one name, one per branch: the unlabelled one's finding is its own, and the
+    # module-level instantiation could mean either.
+    (tmp_path / "cache" / "twice" / "m.py").write_text(
+        "from torch.autograd import Function\n"
+        "\n"
+        "\n"
+        "if FAST:\n"
+        "    class Kernel(Function):\n"
+        "        @staticmethod\n"
+        "        def forward(ctx, x):\n"
+        "            return x\n"
+        "\n"
+        "        @staticmethod\n"
+        "        def backward(ctx, grad):\n"
+        "            return grad\n"
+        "else:\n"
+        "    class Kernel(Function):\n"
+        "        def forward(ctx, x):\n"
+        "            return x\n"
+        "\n"
+        "        @staticmethod\n"
+        "        def backward(ctx, grad):\n"
+        "            return grad\n"
+        "\n"
+        "kernel = Kernel()\n"
+    )
+    benchmark = scorer.load_benchmark(tmp_path / "data")
+    result = scorer.score_split(benchmark, "dev", tmp_path / "cache", preview=True)
+    assert {code: (tally.labelled, tally.found) for code, tally in result.tallies.items()} == {}

@@ -393,9 +393,9 @@ def score_split(benchmark: Benchmark, split: str, cache: Path, preview: bool) ->
             if holders:  # the innermost labelled class holds the finding
                 found[min(holders, key=lambda label: spans[label][1] - spans[label][0])].append(report)
             else:  # a use of the class elsewhere in the module (AGF111 `Fn()`): the class its message names
-                named = [label for label in spans if _named_class(report.text) == label.name]
-                if len(named) == 1:
-                    found[named[0]].append(report)
+                owner = _named_owner(report, labels, spans, checked.spans)
+                if owner is not None:
+                    found[owner].append(report)
         for label, reports in found.items():
             _tally_class(score, label, [report for report in reports if shown(report.code)], shown)
     sides: Dict[Tuple[str, str, int, str], str] = {}
@@ -411,10 +411,21 @@ def score_split(benchmark: Benchmark, split: str, cache: Path, preview: bool) ->
     return score
 
 
-def _named_class(message: str) -> str:
-    """The class a message begins with: every message opens with ``Name`` or ``Name.method``."""
-    first_word = message.split(" ", 1)[0]
-    return first_word.split(".", 1)[0]
+def _named_owner(
+    report: Report,
+    labels: Sequence[LabelledClass],
+    labelled_spans: Mapping[LabelledClass, Tuple[int, int]],
+    all_spans: Mapping[Tuple[int, str], Tuple[int, int]],
+) -> Optional[LabelledClass]:
+    """The labelled class a finding outside every labelled class is about: the one its message names
+    (every message opens with ``Name`` or ``Name.method``), when the file has one class of that name and
+    the finding is not inside it (then it is that unlabelled class's own)."""
+    name = report.text.split(" ", 1)[0].split(".", 1)[0]
+    same_name = [span for (_, class_name), span in all_spans.items() if class_name == name]
+    named = [label for label in labels if label.name == name and label in labelled_spans]
+    if len(same_name) != 1 or len(named) != 1:
+        return None
+    return named[0]
 
 
 def _tally_class(

@@ -1,4 +1,4 @@
-"""Structural guarantees the performance work relies on (no timings here: see benchmarks/bench.py).
+"""Structural guarantees the performance work relies on (no timings here: see the benchmarks/ package).
 
 - Loading the flake8 plugin imports neither libcst nor the engine: a run meeting no file that could
   hold a Function class never pays for them, and a run meeting no file that does hold one never

@@ -194,17 +194,25 @@ def load_scorer() -> ModuleType:
     return module
 
 
+def one_file_project(tmp_path: Path, project: str, labels: str, source: str) -> Tuple[Path, Path]:
+    """A dev project of one file ``m.py`` holding ``source``, labelled by ``labels`` (TOML tables):
+    the data folder and the cache."""
+    (tmp_path / "data" / "labels").mkdir(parents=True)
+    (tmp_path / "data" / "projects.toml").write_text(f'[[project]]\nname = "{project}"\nsplit = "dev"\n')
+    (tmp_path / "data" / "labels" / f"{project}.toml").write_text(labels)
+    (tmp_path / "cache" / project).mkdir(parents=True)
+    (tmp_path / "cache" / project / "m.py").write_text(source)
+    return tmp_path / "data", tmp_path / "cache"
+
+
 def test_finding_goes_to_the_innermost_labelled_class(tmp_path: Path) -> None:
     scorer = load_scorer()
-    (tmp_path / "data" / "labels").mkdir(parents=True)
-    (tmp_path / "data" / "projects.toml").write_text('[[project]]\nname = "nested"\nsplit = "dev"\n')
-    (tmp_path / "data" / "labels" / "nested.toml").write_text(
+    data, cache = one_file_project(
+        tmp_path,
+        "nested",
         '[[class]]\nproject = "nested"\npath = "m.py"\nline = 4\nname = "Outer"\nlabeller = "t"\n'
         'violations = [ { code = "AGF001", line = 6, reason = "" } ]\n'
-        '[[class]]\nproject = "nested"\npath = "m.py"\nline = 5\nname = "Inner"\nlabeller = "t"\nviolations = []\n'
-    )
-    (tmp_path / "cache" / "nested").mkdir(parents=True)
-    (tmp_path / "cache" / "nested" / "m.py").write_text(
+        '[[class]]\nproject = "nested"\npath = "m.py"\nline = 5\nname = "Inner"\nlabeller = "t"\nviolations = []\n',
         "from torch.autograd import Function\n"
         "\n"
         "\n"
@@ -215,10 +223,9 @@ def test_finding_goes_to_the_innermost_labelled_class(tmp_path: Path) -> None:
         "\n"
         "        @staticmethod\n"
         "        def backward(ctx, grad):\n"
-        "            return grad\n"
+        "            return grad\n",
     )
-    benchmark = scorer.load_benchmark(tmp_path / "data")
-    result = scorer.score_split(benchmark, "dev", tmp_path / "cache", preview=False)
+    result = scorer.score_split(scorer.load_benchmark(data), "dev", cache, preview=False)
     tally = result.tallies["AGF001"]
     # Outer's label claims the finding, but it belongs to Inner (labelled clean): one FP and one FN.
     assert (tally.labelled, tally.found, tally.true_positives) == (1, 1, 0)
@@ -244,15 +251,12 @@ def test_file_that_is_not_python_is_missing_and_listed_as_not_checked(tmp_path: 
 
 def test_finding_outside_its_class_goes_to_the_class_named_only_when_the_name_is_unique(tmp_path: Path) -> None:
     scorer = load_scorer()
-    (tmp_path / "data" / "labels").mkdir(parents=True)
-    (tmp_path / "data" / "projects.toml").write_text('[[project]]\nname = "twice"\nsplit = "dev"\n')
-    (tmp_path / "data" / "labels" / "twice.toml").write_text(
-        '[[class]]\nproject = "twice"\npath = "m.py"\nline = 5\nname = "Kernel"\nlabeller = "t"\nviolations = []\n'
-    )
-    (tmp_path / "cache" / "twice").mkdir(parents=True)
     # Two classes of one name, one per branch: the unlabelled one's finding is its own, and the
     # module-level instantiation could mean either.
-    (tmp_path / "cache" / "twice" / "m.py").write_text(
+    data, cache = one_file_project(
+        tmp_path,
+        "twice",
+        '[[class]]\nproject = "twice"\npath = "m.py"\nline = 5\nname = "Kernel"\nlabeller = "t"\nviolations = []\n',
         "from torch.autograd import Function\n"
         "\n"
         "\n"
@@ -274,8 +278,7 @@ def test_finding_outside_its_class_goes_to_the_class_named_only_when_the_name_is
         "        def backward(ctx, grad):\n"
         "            return grad\n"
         "\n"
-        "kernel = Kernel()\n"
+        "kernel = Kernel()\n",
     )
-    benchmark = scorer.load_benchmark(tmp_path / "data")
-    result = scorer.score_split(benchmark, "dev", tmp_path / "cache", preview=True)
+    result = scorer.score_split(scorer.load_benchmark(data), "dev", cache, preview=True)
     assert {code: (tally.labelled, tally.found) for code, tally in result.tallies.items()} == {}

@@ -277,6 +277,41 @@ def test_missing_staticmethod_works_with_apply_but_not_legacy_call() -> None:
     assert {finding.code for finding in lint(NO_STATICMETHOD)} == {"AGF001"}
 
 
+CLASSMETHOD_BACKWARD = """
+import torch
+
+
+class DoubleClassmethod(torch.autograd.Function):
+    @classmethod
+    def forward(cls, ctx, x):
+        return x * 2
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        return grad * 2
+"""
+
+
+def test_classmethod_contract_methods_run_eagerly_but_break_torch_compile() -> None:
+    """A @classmethod runs under apply, but torch.compile cannot inline it: with fullgraph=True compiling
+    fails, without it the call is a graph break. The @staticmethod twin compiles whole."""
+    flagged = _define(CLASSMETHOD_BACKWARD, "DoubleClassmethod")
+    silent = _define(NO_STATICMETHOD.replace("    def ", "    @staticmethod\n    def "), "DoubleNoStatic")
+    x = _leaf()
+    flagged.apply(x).sum().backward()
+    assert torch.equal(x.grad, torch.full_like(x, 2.0))
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: silent.apply(t), fullgraph=True, backend="eager")
+    assert torch.equal(compiled(_leaf()), _leaf().detach() * 2)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: flagged.apply(t), fullgraph=True, backend="eager")
+    with pytest.raises(Exception, match="failed to bind arguments"):
+        compiled(_leaf())
+    torch._dynamo.reset()
+    assert [finding.code for finding in lint(CLASSMETHOD_BACKWARD)] == ["AGF001", "AGF001"]
+    assert lint(NO_STATICMETHOD.replace("    def ", "    @staticmethod\n    def ")) == []
+
+
 def test_forward_without_ctx_or_setup_context_fails_at_apply() -> None:
     function = _define(FORWARD_WITHOUT_CTX, "DoubleNoCtx")
     with pytest.raises(TypeError, match="takes 1 positional argument but 2 were given"):

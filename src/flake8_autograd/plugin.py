@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import ast
 import gc
+import sys
 from typing import Any, ClassVar, Iterator, List, Sequence, Tuple, Type
 
 from . import __version__
+from .conventions import DEFAULT_CTX_NAMES, ConventionError, CtxNames
 
 
 def might_define_function(text: str, extra_bases: Sequence[str]) -> bool:
@@ -53,6 +55,7 @@ class AutogradChecker:
 
     function_bases: ClassVar[Sequence[str]] = ()
     preview: ClassVar[bool] = False
+    ctx_names: ClassVar[CtxNames] = CtxNames()
 
     def __init__(self, tree: ast.Module, lines: List[str], filename: str = "<unknown>") -> None:
         self.tree = tree
@@ -73,6 +76,17 @@ class AutogradChecker:
         )
 
         parser.add_option(
+            "--autograd-ctx-names",
+            default=",".join(DEFAULT_CTX_NAMES),
+            parse_from_config=True,
+            comma_separated_list=True,
+            help=(
+                "Comma-separated accepted names of the ctx parameter (AGF002); * matches any run of "
+                "characters. The first name without * is the one suggested. (Default: %(default)s)"
+            ),
+        )
+
+        parser.add_option(
             "--autograd-preview",
             action="store_true",
             default=False,
@@ -87,13 +101,25 @@ class AutogradChecker:
         if isinstance(bases, str):
             bases = [bases]
         cls.function_bases = tuple(base.strip() for base in bases if base.strip())
+        names = getattr(options, "autograd_ctx_names", None)
+        if names is None:
+            cls.ctx_names = CtxNames()
+        else:
+            try:
+                cls.ctx_names = CtxNames.parse([names] if isinstance(names, str) else names)
+            except ConventionError as error:
+                # A usage error, as argparse reports one (flake8 would show an exception as a traceback).
+                print(f"flake8: error: --autograd-ctx-names: {error}", file=sys.stderr)
+                raise SystemExit(2) from None
 
     def run(self) -> Iterator[Tuple[int, int, str, Type["AutogradChecker"]]]:
         if not might_define_function("".join(self.lines), self.function_bases):
             return  # most files: no import, no tree walked
         from .engine.checker import check_tree, class_checks_loaded
 
-        findings = check_tree(self.tree, self.lines, self.filename, self.function_bases, preview=self.preview)
+        findings = check_tree(
+            self.tree, self.lines, self.filename, self.function_bases, preview=self.preview, ctx_names=self.ctx_names
+        )
         if class_checks_loaded():
             _settle_engine()
         for finding in findings:

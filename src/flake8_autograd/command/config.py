@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 SECTION = "flake8-autograd"
-LIST_KEYS = ("select", "ignore", "exclude", "function-bases")
+LIST_KEYS = ("select", "ignore", "exclude", "function-bases", "ctx-names")
 BOOLEAN_KEYS = ("preview",)
 
 _LIST_SEPARATOR = re.compile(r"[,\s]")

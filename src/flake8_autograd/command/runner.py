@@ -16,6 +16,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+from ..conventions import CtxNames
 from ..engine.checker import check_tree, might_define_function
 from ..fixes import computing_fixes
 from ..rules import PREVIEW_RULES, RULES
@@ -51,6 +52,7 @@ class CheckOptions:
     ignore: Tuple[str, ...] = ()
     function_bases: Tuple[str, ...] = ()
     preview: bool = False
+    ctx_names: CtxNames = CtxNames()
 
     @property
     def rules(self) -> List[Rule]:
@@ -115,7 +117,7 @@ def lint_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Tuple[
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return [], f"skipped, not valid Python: {_syntax_reason(error)}"
     with computing_fixes():  # the command always says which findings it could fix
-        findings = check_tree(tree, lines, path, options.function_bases, options.rules)
+        findings = check_tree(tree, lines, path, options.function_bases, options.rules, ctx_names=options.ctx_names)
     noqa = InlineNoqa(lines)
     selected = [
         finding

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from .. import __version__
+from ..conventions import DEFAULT_CTX_NAMES, ConventionError, CtxNames
 from .config import ConfigError, FileConfig, find_config, split_list
 from .files import normalize_pattern
 from .formats import FORMATS
@@ -60,6 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="dotted names of your own base classes that subclass torch.autograd.Function",
     )
     parser.add_argument(
+        "--ctx-names",
+        metavar="NAMES",
+        help=(
+            "accepted names of the ctx parameter (AGF002); * matches any run of characters, and the first "
+            f"name without * is the one suggested (default: {','.join(DEFAULT_CTX_NAMES)})"
+        ),
+    )
+    parser.add_argument(
         "--preview",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -103,6 +112,7 @@ def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
             ignore=_codes("ignore", arguments.ignore, config),
             function_bases=_values("function-bases", arguments.function_bases, config),
             preview=_flag("preview", arguments.preview, config),
+            ctx_names=_ctx_names(arguments.ctx_names, config),
         ),
         exclude=_patterns(arguments.exclude, config, cwd),
         output_format=arguments.format,
@@ -129,6 +139,16 @@ def _codes(key: str, given: Optional[str], config: Optional[FileConfig]) -> Tupl
             where = f"--{key}" if given is not None else f"{key} in {config.path if config else ''}"
             raise UsageError(f"{where}: {code!r} is not a code prefix (like AGF, AGF1 or AGF003)")
     return codes
+
+
+def _ctx_names(given: Optional[str], config: Optional[FileConfig]) -> CtxNames:
+    if given is None and (config is None or "ctx-names" not in config.lists):
+        return CtxNames()
+    try:
+        return CtxNames.parse(_values("ctx-names", given, config))
+    except ConventionError as error:
+        where = "--ctx-names" if given is not None else f"ctx-names in {config.path if config else ''}"
+        raise UsageError(f"{where}: {error}") from None
 
 
 def _flag(key: str, given: Optional[bool], config: Optional[FileConfig]) -> bool:

@@ -9,6 +9,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 
 import libcst as cst
 
+from ..conventions import CtxNames
 from .counting import CountedReturn, counted_returns
 from .discovery import ClassSite, Discovery
 from .model import ClassModel, Method
@@ -42,9 +43,10 @@ class DirectUse:
 
 
 class Analysis:
-    def __init__(self, tree: ast.Module, discovery: Discovery) -> None:
+    def __init__(self, tree: ast.Module, discovery: Discovery, ctx_names: CtxNames = CtxNames()) -> None:
         self.tree = tree
         self.discovery = discovery
+        self.ctx_names = ctx_names  # the project's accepted names of the context parameter
         self.imports: ImportTable = discovery.imports
         self._apply_calls: Optional[Dict[str, List[ApplyCall]]] = None
         self._direct_uses: Optional[Dict[ast.ClassDef, List[DirectUse]]] = None  # by the class statement

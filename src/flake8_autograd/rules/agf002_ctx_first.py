@@ -1,4 +1,5 @@
-"""AGF002: the first parameter of a contract method that receives ctx must be named ``ctx``."""
+"""AGF002: the first parameter of a contract method that receives ctx must be named as the ctx (``ctx``,
+``_ctx``, ``func_ctx``, or the names a project sets)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from ..engine.analysis import Analysis
+from ..conventions import CtxNames
 from ..engine.model import ClassModel, Method, Param, uses_first_as_ctx
 from ..fixes import Fix, NodeLocator, locator
 from .base import Finding, Rule
 
-CTX = "ctx"
 # Calls that read local variables by name: a rename would change what they see.
 _NAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir"})
 
@@ -23,10 +24,10 @@ _TAKES_CTX = ("forward", "setup_context", "backward", "vjp", "jvp")
 class CtxFirstRule(Rule):
     code = "AGF002"
     name = "first parameter must be ctx"
-    message = "{method} takes {first!r} first; name the first parameter ctx"
-    missing_message = "{method} takes no ctx parameter; add ctx as the first parameter"
+    message = "{method} takes {first!r} first; name the first parameter {ctx}"
+    missing_message = "{method} takes no ctx parameter; add {ctx} as the first parameter"
     forward_without_ctx_message = (
-        "{method} takes {first!r} first, not ctx; add ctx before it, or define setup_context(ctx, inputs, output)"
+        "{method} takes {first!r} first, not ctx; add {ctx} before it, or define setup_context(ctx, inputs, output)"
     )
     invalid = (
         """
@@ -59,9 +60,16 @@ class CtxFirstRule(Rule):
             def vmap(info, in_dims, x):
                 return x, in_dims[0]
         """,
+        """
+        class MyFn(torch.autograd.Function):
+            @staticmethod
+            def backward(_ctx, grad):
+                return grad
+        """,
     )
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
+        names = analysis.ctx_names
         for name in _TAKES_CTX:
             method = model.own_methods.get(name)
             if method is None or method.signature is None:
@@ -71,16 +79,20 @@ class CtxFirstRule(Rule):
             first = method.signature.first
             if first is None:
                 if method.signature.vararg is None:
-                    yield self.report(method, template=self.missing_message, method=method.qualname)
-            elif first.name != "ctx":
+                    yield self.report(
+                        method, template=self.missing_message, method=method.qualname, ctx=names.preferred
+                    )
+            elif not names.accepts(first.name):
                 if name == "forward" and not uses_first_as_ctx(method):
                     template = self.forward_without_ctx_message
                 else:
                     template = self.message
-                yield self.report(method, first.node, template=template, method=method.qualname, first=first.name)
+                yield self.report(
+                    method, first.node, template=template, method=method.qualname, first=first.name, ctx=names.preferred
+                )
 
     def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
-        """Rename the first parameter to ``ctx``, with every reference to it in the method.
+        """Rename the first parameter to the preferred ctx name (``ctx``), with every reference to it in the method.
 
         Only a rename of a parameter already used as the ctx (or named like one): a method with no first
         parameter, or one whose first parameter was meant as an input or a gradient, needs a parameter
@@ -91,23 +103,26 @@ class CtxFirstRule(Rule):
             if method is None or method.node is None or method.signature is None:
                 continue
             first = method.signature.first
-            if first is None or first.name == CTX or method.position(first.node) != (finding.line, finding.column):
+            names = analysis.ctx_names
+            if first is None or names.accepts(first.name):
+                continue
+            if method.position(first.node) != (finding.line, finding.column):
                 continue
             if not uses_first_as_ctx(method):
                 return None  # ``backward(grad, *rest)``: the author meant an input or gradient, not the ctx
             if name == "forward" and model.setup_context_style:
                 return None
             where = locator(model.segment)
-            return _rename_to_ctx(method, first, where) if where is not None else None
+            return _rename_to_ctx(method, first, where, names) if where is not None else None
         return None
 
 
-def _rename_to_ctx(method: Method, first: Param, where: NodeLocator) -> Optional[Fix]:
-    """Edits renaming ``first`` to ctx, when the method's scopes say that changes nothing else."""
+def _rename_to_ctx(method: Method, first: Param, where: NodeLocator, ctx_names: CtxNames) -> Optional[Fix]:
+    """Edits renaming ``first`` to the preferred ctx name, when the method's scopes say that changes nothing else."""
     assert method.node is not None
     names = _names_in(method.node)
-    old = first.name
-    if any(node.value in (CTX, *_NAME_READERS) for node in names):
+    old, new = first.name, ctx_names.preferred
+    if any(node.value in (new, *_NAME_READERS) for node in names):
         return None  # ctx already means something here (or a name is read dynamically)
     if _declares(method.node, old):
         return None  # ``global``/``nonlocal`` of the old name in a nested scope: bindings cross scopes
@@ -125,7 +140,7 @@ def _rename_to_ctx(method: Method, first: Param, where: NodeLocator) -> Optional
     # Every use of the old name in the method must be one of the references the rename covers.
     if sum(1 for node in names if node.value == old) != len(targets):
         return None
-    edits = [where.replace(node, CTX) for node in targets]
+    edits = [where.replace(node, new) for node in targets]
     if any(edit is None for edit in edits):
         return None
     return Fix(tuple(edit for edit in edits if edit is not None))

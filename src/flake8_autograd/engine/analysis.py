@@ -12,6 +12,7 @@ import libcst as cst
 from ..conventions import CtxNames
 from .counting import CountedReturn, counted_returns
 from .discovery import ClassSite, Discovery
+from .grad_free import grad_free_arguments
 from .model import ClassModel, Method
 from .names import ImportTable, ast_dotted
 from .provenance import ALLOCATIONS, LAYOUT_METHODS
@@ -36,6 +37,7 @@ class DirectUse:
     call: ast.Call  # ``Cls()``, or ``Cls.forward(...)``
     what: str  # "instantiated" or the method name called directly
     called_at_once: bool = False  # ``Cls()(...)``: the new instance is called and dropped
+    grad_free: bool = False  # no argument can be a tensor that requires grad (:mod:`.grad_free`)
 
     @property
     def line(self) -> int:
@@ -180,6 +182,7 @@ class _DirectUseReader:
 
     def __init__(self, tree: ast.Module, discovery: Discovery) -> None:
         self.tree = tree
+        self.discovery = discovery
         self.sites = {site.node: site for site in discovery.function_classes}
         self.names = {site.name for site in discovery.function_classes}
         # What the fast-path test found in each function, read once per function.
@@ -209,7 +212,8 @@ class _DirectUseReader:
                 continue
             if what == "forward" and self._fast_path(name, node, scope, gradless):
                 continue
-            uses.setdefault(site.node, []).append(DirectUse(node, what, id(node) in called_at_once))
+            grad_free = what == "forward" and grad_free_arguments(node, scope, scopes, self.discovery)
+            uses.setdefault(site.node, []).append(DirectUse(node, what, id(node) in called_at_once, grad_free))
         return uses
 
     def _wanted(self, node: ast.AST) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional, Sequence, Tuple
 
-from ..engine.analysis import Analysis
+from ..engine.analysis import Analysis, DirectUse
 from ..engine.model import ClassModel
 from ..fixes import Edit, Fix, ast_span, text_between
 from .base import Finding, Rule
@@ -46,6 +46,8 @@ class DirectUseRule(Rule):
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         lines = model.segment.lines
         for use in analysis.direct_uses(model.site):
+            if _bypasses_nothing(use, model):
+                continue
             line, column = _start(use.call, lines)
             text = self.message.format(cls=model.name, what=self._WHAT[use.what])
             yield Finding(line, column, self.code, f"{self.code} {text}")
@@ -74,6 +76,18 @@ class DirectUseRule(Rule):
         if span is None or written is None or "".join(written.split()) != f"{model.name}()":
             return None
         return Fix((Edit(span[0], span[1], f"{model.name}.apply"),))
+
+
+def _bypasses_nothing(use: DirectUse, model: ClassModel) -> bool:
+    """A direct forward call given no argument that can be a tensor requiring grad, to a forward that
+    never touches its ctx: apply would record no graph node for such arguments either, and the ctx
+    (``None``, usually) is never read, so the call loses nothing apply would give."""
+    if use.what != "forward" or not use.grad_free:
+        return False
+    forward = model.method("forward")
+    if forward is None or forward.node is None:
+        return False  # ``forward = staticmethod(impl)``: what it does with the ctx is unknown
+    return forward.ctx_name is None or forward.facts.ctx_references == 0
 
 
 def _start(node: ast.expr, lines: Sequence[str]) -> Tuple[int, int]:

@@ -14,7 +14,8 @@ What it measures (see docs/performance.md for the figures and how to read them):
    instructions the same two runs counted in instructions executed (valgrind's cachegrind, when
               installed): a deterministic figure that the load on a shared machine does not move.
    startup    ``flake8`` on one file (an editor on save, a pre-commit hook) with the plugin vs without:
-              a file that cannot hold a Function class, and a small one that does.
+              a file that cannot hold a Function class, a small one that does, and a Function-dense
+              one (a generated 1,600-line module of attention-kernel Functions, benchmarks/kernels.py).
 2. dense      the plugin's own work on files that hold Function classes vs ``libcst.parse_module``.
 3. scaling    time per class on generated files of 1 to 10,000 Function classes (and a PNG plot).
    fixes      time per fix of ``--fix``/``--diff`` with 1,000 to 10,000 fixes in one file, and time per call

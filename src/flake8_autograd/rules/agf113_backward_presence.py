@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine.analysis import Analysis
+from ..engine.grad_mode import applied_only_without_grad
 from ..engine.model import ClassModel
 from .base import Finding, Rule
 
@@ -66,6 +67,8 @@ class BackwardPresenceRule(Rule):
                 return  # outputs marked non-differentiable may never need a backward
         if analysis.discovery.has_local_subclass(model.site):
             return  # a base whose subclasses supply backward
+        if applied_only_without_grad(analysis.tree, analysis.imports, model.name):
+            return  # every use runs with gradients off: no graph node is recorded, backward is never reached
         if forward.owner is model:
             yield self.report(forward, cls=model.name)
         else:

@@ -12,8 +12,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
-from .model import Binding, Method
+from .model import Binding, ClassModel, Method
 from .tensors import Kind, TensorInference
+from .walk import cst_dotted, fingerprint, walk_scope
 
 _NONE = cst.Name("None")
 
@@ -133,13 +134,15 @@ class _Counter:
         finally:
             self._depth -= 1
 
+    def _unpacked(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
+        """Slots of ``*node`` in a display: a tuple, or a list display (a list name may be appended to)."""
+        return self._budgeted(self._unpacked_slots, node)
+
     def _slots(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
         if isinstance(node, cst.Tuple):
-            if any(isinstance(element, cst.StarredElement) for element in node.elements):
-                return None
-            return [(element.value,) for element in node.elements]
-        if isinstance(node, cst.BinaryOperation):
-            sequence = self._arithmetic(node)
+            return self._display(node.elements)
+        if isinstance(node, (cst.BinaryOperation, cst.Subscript)):
+            sequence = self._sequence_slots(node)
             if sequence is not None:
                 return sequence
         if isinstance(node, cst.Name):
@@ -156,12 +159,57 @@ class _Counter:
         if isinstance(node, cst.Tuple):
             return self._slots(node)
         if isinstance(node, cst.BinaryOperation):
-            return self._arithmetic(node)
+            return self._arithmetic(node, self._sequence)
+        if isinstance(node, cst.Subscript):
+            return self._sliced(node)
         if isinstance(node, cst.Name) and node.value != "None":
             return self._name(node.value, tuples_only=True)
         return None
 
-    def _arithmetic(self, node: cst.BinaryOperation) -> Optional[List[Slot]]:
+    def _unpacked_slots(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
+        if isinstance(node, cst.List):
+            return self._display(node.elements)
+        if isinstance(node, cst.BinaryOperation):  # ``*[None] * 3``
+            return self._arithmetic(node, self._unpacked)
+        return self._sequence_slots(node)
+
+    def _display(self, elements: Sequence[cst.BaseElement]) -> Optional[List[Slot]]:
+        """The slots of a tuple or list display; ``*name`` counts when the length of ``name`` is certain."""
+        slots: List[Slot] = []
+        for element in elements:
+            if isinstance(element, cst.StarredElement):
+                unpacked = self._unpacked(element.value)
+                if unpacked is None:
+                    return None
+                slots.extend(unpacked)
+            else:
+                slots.append((element.value,))
+            if len(slots) > MAX_SLOTS:
+                return None
+        return slots
+
+    def _sliced(self, node: cst.Subscript) -> Optional[List[Slot]]:
+        """``grads[:3]`` of a tuple of certain length, with constant bounds."""
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Slice):
+            return None
+        bounds = node.slice[0].slice
+        limits: List[Optional[int]] = []
+        for bound in (bounds.lower, bounds.upper, bounds.step):
+            if bound is None:
+                limits.append(None)
+                continue
+            value = _constant_int(bound)
+            if value is None:
+                return None
+            limits.append(value)
+        if limits[2] == 0:
+            return None
+        sequence = self._sequence(node.value)
+        return None if sequence is None else sequence[slice(*limits)]
+
+    def _arithmetic(
+        self, node: cst.BinaryOperation, operand_slots: Callable[[cst.BaseExpression], Optional[List[Slot]]]
+    ) -> Optional[List[Slot]]:
         if isinstance(node.operator, cst.Add):
             # ``a + b + c`` nests to the left, one level per operand: walk the chain in a loop.
             operands: List[cst.BaseExpression] = []
@@ -172,7 +220,7 @@ class _Counter:
             operands.append(current)
             total: List[Slot] = []
             for operand in reversed(operands):
-                sequence = self._sequence(operand)
+                sequence = operand_slots(operand)
                 if sequence is None or len(total) + len(sequence) > MAX_SLOTS:
                     return None
                 total.extend(sequence)
@@ -180,7 +228,7 @@ class _Counter:
         if isinstance(node.operator, cst.Multiply):
             for sequence_side, times_side in ((node.left, node.right), (node.right, node.left)):
                 if isinstance(times_side, cst.Integer):
-                    sequence = self._sequence(sequence_side)
+                    sequence = operand_slots(sequence_side)
                     times = int(times_side.evaluated_value)
                     if sequence is not None and 0 <= len(sequence) * times <= MAX_SLOTS:
                         return sequence * times
@@ -226,6 +274,15 @@ class _Counter:
         ]
 
 
+def _constant_int(node: cst.BaseExpression) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        magnitude = _constant_int(node.expression) if isinstance(node.expression, cst.Integer) else None
+        return None if magnitude is None else -magnitude
+    return None
+
+
 def can_fall_off(statements: Sequence[cst.BaseStatement]) -> bool:
     """Whether running ``statements`` can reach their end, answered only where that is certain.
 
@@ -262,3 +319,167 @@ def _block_falls_off(block: cst.BaseSuite) -> bool:
     if isinstance(block, cst.SimpleStatementSuite):
         return can_fall_off([cst.SimpleStatementLine(body=block.body)])
     return False
+
+
+# --- Reachability: when autograd never calls backward, or never takes one of its ways out ------------
+
+# dtypes autograd never differentiates: an output of one of them gets no grad_fn.
+_INTEGER_DTYPES = frozenset(
+    "torch." + name
+    for name in "bool uint8 uint16 uint32 uint64 int8 int16 int32 int64 short int long".split()
+)
+# Tensor methods that return an integer or bool tensor whatever the input.
+_INTEGER_CASTS = frozenset("long int short bool byte char".split())
+_INDEX_RESULTS = frozenset("argsort argmax argmin bucketize searchsorted".split())
+_INDEX_FACTORIES = frozenset(
+    "torch." + name for name in "argsort argmax argmin bucketize searchsorted randperm".split()
+)
+
+
+def backward_never_runs(model: ClassModel, inference: TensorInference) -> bool:
+    """No output of forward can carry a gradient, so autograd builds no node and never calls backward.
+
+    An output carries none when it is passed to ``ctx.mark_non_differentiable``, is an integer or bool
+    tensor by construction, or is not a tensor; a forward that returns only None gives no output at all.
+    ``inference`` is forward's. (jvp still runs for such outputs under forward-mode AD.)
+    """
+    forward = model.method("forward")
+    if forward is None or forward.node is None or forward.facts.yields or is_stub(forward.node):
+        return False
+    marked, all_marked = _marked_non_differentiable(model, forward)
+    if all_marked:
+        return True
+    for ret in forward.facts.returns:
+        value = ret.value
+        if value is None:
+            continue
+        if isinstance(value, cst.Name) and value.value in marked.starred:
+            continue
+        elements = value.elements if isinstance(value, cst.Tuple) else [cst.Element(value)]
+        for element in elements:
+            if isinstance(element, cst.StarredElement):
+                if not (isinstance(element.value, cst.Name) and element.value.value in marked.starred):
+                    return False
+            elif not _carries_no_gradient(element.value, marked.names, inference):
+                return False
+    return True
+
+
+@dataclass
+class _Marked:
+    names: Set[str]  # ctx.mark_non_differentiable(a, b)
+    starred: Set[str]  # ctx.mark_non_differentiable(*outputs): every element of ``outputs``
+
+
+def _marked_non_differentiable(model: ClassModel, forward: Method) -> Tuple[_Marked, bool]:
+    """The names forward marks non-differentiable, and whether setup_context marks its whole ``output``."""
+    marked = _Marked(set(), set())
+    if forward.ctx_name is not None:
+        for call in forward.facts.ctx_calls.get("mark_non_differentiable", []):
+            for arg in call.args:
+                if isinstance(arg.value, cst.Name) and arg.keyword is None:
+                    (marked.starred if arg.star == "*" else marked.names).add(arg.value.value)
+    setup = model.method("setup_context") if model.setup_context_style else None
+    if setup is None or setup.signature is None or len(setup.signature.positional) < 3:
+        return marked, False
+    output = setup.signature.positional[2].name
+    whole = any(
+        isinstance(arg.value, cst.Name) and arg.value.value == output and arg.keyword is None
+        for call in setup.facts.ctx_calls.get("mark_non_differentiable", [])
+        for arg in call.args
+    )
+    return marked, whole
+
+
+def _carries_no_gradient(node: cst.BaseExpression, marked: Set[str], inference: TensorInference) -> bool:
+    if is_none(node) or (isinstance(node, cst.Name) and node.value in marked):
+        return True
+    if inference.kind(node) in (Kind.NONE, Kind.NOT_TENSOR):
+        return True
+    return is_integer_tensor(node, inference)
+
+
+def is_integer_tensor(node: cst.BaseExpression, inference: TensorInference, depth: int = 0) -> bool:
+    """An integer or bool tensor by construction: ``x.long()``, ``torch.argsort(x)``, ``dtype=torch.int32``,
+    or a local name every binding of which is one."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(node, cst.Name):
+        bindings = inference.facts.bindings.get(node.value)
+        if not bindings or node.value in inference.params:
+            return False
+        return all(
+            binding.value is not None and binding.index is None
+            and is_integer_tensor(binding.value, inference, depth + 1)
+            for binding in bindings
+        )
+    if not isinstance(node, cst.Call):
+        return False
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "dtype":
+            return _dotted(arg.value, inference) in _INTEGER_DTYPES
+    func = node.func
+    if isinstance(func, cst.Attribute):
+        method = func.attr.value
+        if method in _INTEGER_CASTS and not node.args:
+            return True
+        if method in _INDEX_RESULTS or _dotted(func, inference) in _INDEX_FACTORIES:
+            return True
+        if method in ("to", "type") and len(node.args) == 1 and node.args[0].keyword is None:
+            return _dotted(node.args[0].value, inference) in _INTEGER_DTYPES
+    return False
+
+
+def _dotted(node: cst.BaseExpression, inference: TensorInference) -> Optional[str]:
+    dotted = cst_dotted(node)
+    if dotted is None:
+        return None
+    return inference.imports.resolve_dotted(dotted) or dotted
+
+
+def fall_off_mirrors_forward(backward: Method, forward: Method) -> bool:
+    """Backward falls off its end only where forward returned None, so autograd never gets there.
+
+    Both end with an ``if``/``elif`` chain; backward's has no ``else`` and each of its branches returns
+    or raises; every condition of forward's chain is also one of backward's, and forward returns only
+    inside the branches of its chain (its ``else``, if any, does not return). When backward falls
+    through, all its conditions are false, so forward's were too: forward returned None (or raised),
+    and ``apply`` built no node.
+    """
+    backward_chain = _final_chain(backward)
+    forward_chain = _final_chain(forward)
+    if backward_chain is None or forward_chain is None:
+        return False
+    backward_tests, backward_branches, backward_else = backward_chain
+    forward_tests, forward_branches, _ = forward_chain
+    if backward_else is not None or any(_block_falls_off(branch) for branch in backward_branches):
+        return False
+    inside = {
+        id(node) for branch in forward_branches for node in walk_scope(branch) if isinstance(node, cst.Return)
+    }
+    if any(id(ret) not in inside for ret in forward.facts.returns):
+        return False
+    backward_keys = {fingerprint(test) for test in backward_tests}
+    return all(fingerprint(test) in backward_keys for test in forward_tests)
+
+
+def _final_chain(
+    method: Method,
+) -> Optional[Tuple[List[cst.BaseExpression], List[cst.BaseSuite], Optional[cst.BaseSuite]]]:
+    """The conditions and branches of the ``if``/``elif`` chain that ends ``method``, and its ``else``."""
+    node = method.node
+    if node is None or not isinstance(node.body, cst.IndentedBlock) or not node.body.body:
+        return None
+    current = node.body.body[-1]
+    if not isinstance(current, cst.If):
+        return None
+    tests: List[cst.BaseExpression] = []
+    branches: List[cst.BaseSuite] = []
+    while True:
+        tests.append(current.test)
+        branches.append(current.body)
+        orelse = current.orelse
+        if isinstance(orelse, cst.If):
+            current = orelse
+            continue
+        return tests, branches, None if orelse is None else orelse.body

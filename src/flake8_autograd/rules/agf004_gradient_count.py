@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.counting import CountedReturn, slot_is_none
+from ..engine.counting import CountedReturn, backward_never_runs, fall_off_mirrors_forward, slot_is_none
 from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs
 from ..engine.tensors import Kind, annotation_kind
 from ..fixes import Edit, Fix, bare_code, locator
@@ -74,20 +74,24 @@ class GradientCountRule(Rule):
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         inputs = forward_inputs(model)
-        if inputs is None:
+        forward = model.method("forward")
+        if inputs is None or forward is None:
             return
+        if backward_never_runs(model, analysis.inference(forward)):
+            return  # no output can carry a gradient: autograd never calls backward
         for name in ("backward", "vjp"):
             method = model.method(name)
             if method is None or method.node is None:
                 continue
             inherited = method.owner is not model
-            forward = model.method("forward")
-            if inherited and (forward is None or forward.owner is not model):
+            if inherited and forward.owner is not model:
                 continue  # the pair is checked where it is defined
             for counted in analysis.returns(method):
+                if counted.falls_off and fall_off_mirrors_forward(method, forward):
+                    continue  # forward returned None on that path: no node, so backward never gets there
                 finding = self._check_return(model, method, counted, inputs, analysis)
                 if finding is not None:
-                    if inherited and forward is not None:
+                    if inherited:
                         yield Finding(*forward.position(), finding.code, finding.message)
                     else:
                         yield finding

@@ -7,6 +7,7 @@ from typing import Iterator, Optional, Set, Tuple
 import libcst as cst
 
 from ..engine.analysis import Analysis
+from ..engine.counting import backward_never_runs
 from ..engine.model import ClassModel
 from .base import Finding, Rule
 
@@ -54,8 +55,9 @@ class SavedUnpackCountRule(Rule):
         if backward is None or backward.node is None:
             return
         saved = _saved_count(model)
-        if saved is None:
-            return
+        forward = model.method("forward")
+        if saved is None or forward is None or backward_never_runs(model, analysis.inference(forward)):
+            return  # nothing saved to compare with, or autograd never calls backward
         saver_name, count = saved
         reported: Set[int] = set()
         for bindings in backward.facts.bindings.values():

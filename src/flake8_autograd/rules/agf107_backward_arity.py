@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine.analysis import Analysis
+from ..engine.counting import backward_never_runs
 from ..engine.model import ClassModel
 from .base import Finding, Rule
 
@@ -51,6 +52,9 @@ class BackwardArityRule(Rule):
             outputs = analysis.output_count(model)
             if outputs is None:
                 return
+            forward = model.method("forward")
+            if forward is not None and backward_never_runs(model, analysis.inference(forward)):
+                return  # autograd never calls backward, so its parameters are never filled
             grads = method.signature.positional[1:]
             required = sum(1 for param in grads if not param.has_default)
             if required <= outputs <= len(grads):

@@ -1,0 +1,195 @@
+"""PyTorch as the oracle for reachability in the count rules (AGF004, AGF107, AGF108).
+
+A backward autograd never calls is not counted: when no output of forward can carry a gradient (marked
+non-differentiable, an integer or bool tensor, or None), ``apply`` builds no node. A fall-through of
+backward that mirrors forward's condition chain is never taken either: there forward returned None.
+jvp is another matter: forward-mode AD calls it even for outputs marked non-differentiable.
+Each test also asks the linter about the same class, linted in its fixture file.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+from functools import lru_cache
+from typing import Any, Callable, Dict, List, Set, Tuple
+
+import pytest
+
+if os.environ.get("AGF_REQUIRE_TORCH"):  # CI installs torch: a missing torch there fails, not skips
+    torch = importlib.import_module("torch")
+else:
+    torch = pytest.importorskip(
+        "torch", reason="the oracle layer runs fixture Functions under PyTorch, which is not installed"
+    )
+
+from conftest import FIXTURES, lint  # noqa: E402
+from oracle import LoadedFixture, load_fixture, make_tensor  # noqa: E402
+
+forward_ad = importlib.import_module("torch.autograd.forward_ad")
+
+INCORRECT_COUNT = "returned an incorrect number of gradients"
+INVALID_JVP_COUNT = "jvp returned an invalid number of forward gradients"
+REACHABILITY = FIXTURES / "agf004_reachability.py"
+PREVIEW_REACHABILITY = FIXTURES / "agf107_reachability.py"
+
+
+@lru_cache(maxsize=None)
+def _loaded(stem: str) -> LoadedFixture:
+    return load_fixture(FIXTURES / f"{stem}.py")
+
+
+def _fixture(stem: str) -> Any:
+    return _loaded(stem).module
+
+
+@lru_cache(maxsize=None)
+def _codes_by_class(stem: str) -> Dict[str, Set[str]]:
+    path = FIXTURES / f"{stem}.py"
+    source = path.read_text(encoding="utf-8")
+    spans = [
+        (node.name, node.lineno, node.end_lineno or node.lineno)
+        for node in ast.parse(source).body
+        if isinstance(node, ast.ClassDef)
+    ]
+    found: Dict[str, Set[str]] = {name: set() for name, _, _ in spans}
+    for finding in lint(source, filename=str(path), preview=True):
+        for name, start, end in spans:
+            if start <= finding.line <= end:
+                found[name].add(finding.code)
+    return found
+
+
+def _tensor(*shape: int, index: int = 0) -> Any:
+    return make_tensor(shape or (3,), index)
+
+
+def _outputs(result: Any) -> List[Any]:
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+def _backward(result: Any) -> None:
+    tensors = [out for out in _outputs(result) if isinstance(out, torch.Tensor) and out.requires_grad]
+    assert tensors, "no output takes part in the graph"
+    torch.autograd.backward(tensors, [torch.ones_like(out) for out in tensors])
+
+
+# --- backward never runs: no output can carry a gradient ----------------------------------------------
+
+NEVER_DIFFERENTIATED: Dict[str, Callable[[Any], Any]] = {
+    "NearestIndex": lambda m: m.NearestIndex.apply(0.5, 4, _tensor(5, 2), _tensor(3, 2, index=1)),
+    "SortedPair": lambda m: m.SortedPair.apply(_tensor(4), True),
+    "RankOf": lambda m: m.RankOf.apply(_tensor(2, 3), -1),
+    "PositiveMask": lambda m: m.PositiveMask.apply(_tensor(4), 1.0),
+    "BucketOf": lambda m: m.BucketOf.apply(_tensor(4), torch.tensor([0.7, 1.2], dtype=torch.float64)),
+}
+
+
+@pytest.mark.parametrize("name", list(NEVER_DIFFERENTIATED))
+def test_backward_of_a_function_with_no_differentiable_output_never_runs(name: str) -> None:
+    """apply builds no node: no output requires grad, so there is no backward to call."""
+    outputs = _outputs(NEVER_DIFFERENTIATED[name](_fixture("agf004_reachability")))
+    assert all(isinstance(out, torch.Tensor) for out in outputs)
+    assert all(not out.requires_grad and out.grad_fn is None for out in outputs)
+    assert "AGF004" not in _codes_by_class("agf004_reachability")[name]
+
+
+def test_partly_marked_outputs_still_run_backward() -> None:
+    """SortValues marks only the order: the values carry a gradient and the short return fails."""
+    module = _fixture("agf004_reachability")
+    values, order = module.SortValues.apply(_tensor(4), False)
+    assert values.requires_grad and not order.requires_grad
+    with pytest.raises(RuntimeError, match=f"{INCORRECT_COUNT} \\(expected 2, got 0\\)"):
+        values.sum().backward()
+    assert "AGF004" in _codes_by_class("agf004_reachability")["SortValues"]
+
+
+def test_float_buffer_output_runs_backward() -> None:
+    module = _fixture("agf004_reachability")
+    with pytest.raises(RuntimeError, match=f"{INCORRECT_COUNT} \\(expected 2, got 1\\)"):
+        _backward(module.ScaledCopy.apply(_tensor(3), 2.0))
+    assert "AGF004" in _codes_by_class("agf004_reachability")["ScaledCopy"]
+
+
+# --- a fall-through that mirrors forward's chain ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["ModeAdd", "ModeShift"])
+def test_mirrored_fall_through_is_never_taken(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the modes forward handles, backward is right; on any other, forward returns None (or raises)
+    and apply gives None: no node, so backward's fall-through never runs."""
+    module = _fixture("agf004_reachability")
+    function = getattr(module, name).apply
+    for mode in ("fast", "exact"):
+        monkeypatch.setattr(module, "KERNEL", mode)
+        assert torch.autograd.gradcheck(function, (_tensor(3), _tensor(3, index=1)))
+    monkeypatch.setattr(module, "KERNEL", "other")
+    if name == "ModeAdd":
+        assert function(_tensor(3), _tensor(3, index=1)) is None
+    else:
+        with pytest.raises(ValueError):
+            function(_tensor(3), _tensor(3, index=1))
+    assert "AGF004" not in _codes_by_class("agf004_reachability")[name]
+
+
+def test_forward_returning_none_gives_no_node() -> None:
+    """The fact the mirror rests on, on its own."""
+    module = _fixture("agf004_reachability")
+    module_kernel = module.KERNEL
+    try:
+        module.KERNEL = "none of them"
+        x = _tensor(3)
+        assert module.ModeAdd.apply(x, _tensor(3, index=1)) is None
+        assert x.grad is None
+    finally:
+        module.KERNEL = module_kernel
+
+
+FALLS_THROUGH: Dict[str, Tuple[Callable[[Any], Any], str]] = {
+    # class name: (the call, the mode under which backward falls through while forward returned a tensor)
+    "ModeAddDefault": (lambda m: m.ModeAddDefault.apply(_tensor(3), _tensor(3, index=1)), "fast"),
+    "EarlyReturn": (lambda m: m.EarlyReturn.apply(torch.zeros(0, requires_grad=True), torch.zeros(0)), "fast"),
+}
+
+
+@pytest.mark.parametrize("name", list(FALLS_THROUGH))
+def test_fall_through_not_mirrored_fails_at_backward(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _fixture("agf004_reachability")
+    call, mode = FALLS_THROUGH[name]
+    monkeypatch.setattr(module, "KERNEL", mode)
+    with pytest.raises(RuntimeError, match=f"{INCORRECT_COUNT} \\(expected 2, got 1\\)"):
+        _backward(call(module))
+    assert "AGF004" in _codes_by_class("agf004_reachability")[name]
+
+
+# --- counts through *name and slices ------------------------------------------------------------------
+
+
+def test_starred_and_sliced_counts_that_match_pass_gradcheck() -> None:
+    module = _fixture("agf004_reachability")
+    pair = (_tensor(3), _tensor(3, index=1))
+    assert torch.autograd.gradcheck(lambda x, y: module.PairThenFlags.apply(x, y, "sum", False), pair)
+    assert torch.autograd.gradcheck(module.SumOfThree.apply, (_tensor(3), _tensor(3, index=1), _tensor(3, index=2)))
+    assert "AGF004" not in _codes_by_class("agf004_reachability")["PairThenFlags"]
+    assert "AGF004" not in _codes_by_class("agf004_reachability")["SumOfThree"]
+
+
+SHORT_COUNTS: Dict[str, Tuple[Callable[[Any], Any], str]] = {
+    "PairThenFlag": (
+        lambda m: m.PairThenFlag.apply(_tensor(3), _tensor(3, index=1), "sum", False), "expected 4, got 3"
+    ),
+    "SumOfThreeSliced": (
+        lambda m: m.SumOfThreeSliced.apply(_tensor(3), _tensor(3, index=1), _tensor(3, index=2)), "expected 3, got 2"
+    ),
+    "ScaleClamp": (lambda m: m.ScaleClamp.apply(_tensor(3), 2.0, 0.0, 1.0), "expected 4, got 3"),
+}
+
+
+@pytest.mark.parametrize("name", list(SHORT_COUNTS))
+def test_starred_and_sliced_counts_that_fall_short_fail(name: str) -> None:
+    module = _fixture("agf004_reachability")
+    call, counts = SHORT_COUNTS[name]
+    with pytest.raises(RuntimeError, match=f"{INCORRECT_COUNT} \\({counts}\\)"):
+        _backward(call(module))
+    assert "AGF004" in _codes_by_class("agf004_reachability")[name]

@@ -30,9 +30,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 # The folder of this script is on the path, run as a script or by the tests.
 from score import (
-    DEFAULT_CACHE,
-    HERE,
-    SPLITS,
     VERDICTS,
     MalformedData,
     Project,
@@ -45,6 +42,7 @@ from score import (
     _relative_path,
     _tables,
     _text,
+    add_data_arguments,
 )
 
 # The target: at most this many false alarms remain, and at least this share of the true findings stays.
@@ -193,15 +191,7 @@ def format_check(result: ReviewCheck, projects: Dict[str, Project], details: boo
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument(
-        "--cache", type=Path, default=DEFAULT_CACHE, help=f"the downloaded projects (default {DEFAULT_CACHE})"
-    )
-    parser.add_argument(
-        "--data", type=Path, default=HERE, help="the folder of projects.toml and reviewed.toml (default: this script's)"
-    )
-    parser.add_argument(
-        "--split", choices=(*SPLITS, "both"), default="both", help="whose reviewed findings to check (default both)"
-    )
+    add_data_arguments(parser, "projects.toml and reviewed.toml", "both", "whose reviewed findings to check")
     parser.add_argument(
         "--details", action="store_true", help="list each reviewed finding of the dev projects with its status"
     )

@@ -556,17 +556,22 @@ def list_test_findings(benchmark: Benchmark, cache: Path, preview: bool) -> List
     return lines
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+def add_data_arguments(parser: argparse.ArgumentParser, data_files: str, split_default: str, split_help: str) -> None:
+    """--cache, --data and --split, as the benchmark's scripts take them."""
     parser.add_argument(
         "--cache", type=Path, default=DEFAULT_CACHE, help=f"the downloaded projects (default {DEFAULT_CACHE})"
     )
     parser.add_argument(
-        "--data", type=Path, default=HERE, help="the folder of projects.toml and labels/ (default: this script's)"
+        "--data", type=Path, default=HERE, help=f"the folder of {data_files} (default: this script's)"
     )
     parser.add_argument(
-        "--split", choices=(*SPLITS, "both"), default="dev", help="which projects to score (default dev)"
+        "--split", choices=(*SPLITS, "both"), default=split_default, help=f"{split_help} (default {split_default})"
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    add_data_arguments(parser, "projects.toml and labels/", "dev", "which projects to score")
     parser.add_argument("--preview", action="store_true", help="also show the preview codes (AGF1xx)")
     parser.add_argument("--details", action="store_true", help="list every class and code where the counts differ")
     parser.add_argument(

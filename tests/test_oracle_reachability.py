@@ -31,8 +31,6 @@ forward_ad = importlib.import_module("torch.autograd.forward_ad")
 
 INCORRECT_COUNT = "returned an incorrect number of gradients"
 INVALID_JVP_COUNT = "jvp returned an invalid number of forward gradients"
-REACHABILITY = FIXTURES / "agf004_reachability.py"
-PREVIEW_REACHABILITY = FIXTURES / "agf107_reachability.py"
 
 
 @lru_cache(maxsize=None)
@@ -193,3 +191,77 @@ def test_starred_and_sliced_counts_that_fall_short_fail(name: str) -> None:
     with pytest.raises(RuntimeError, match=f"{INCORRECT_COUNT} \\({counts}\\)"):
         _backward(call(module))
     assert "AGF004" in _codes_by_class("agf004_reachability")[name]
+
+
+# --- AGF107 and AGF103 follow backward's reachability; AGF108 does not --------------------------------
+
+BACKWARD_NEVER_CALLED: Dict[str, Tuple[Callable[[Any], Any], str]] = {
+    # class name: (the call, the code its backward would carry if autograd could call it)
+    "UniqueCounts": (lambda m: m.UniqueCounts.apply(torch.tensor([1.0, 2.0, 2.0], requires_grad=True)), "AGF107"),
+    "TopIndex": (lambda m: m.TopIndex.apply(_tensor(5), 2), "AGF103"),
+    "Histogram": (lambda m: m.Histogram.apply(_tensor(4), 3), "AGF107"),
+}
+
+
+@pytest.mark.parametrize("name", list(BACKWARD_NEVER_CALLED))
+def test_backward_checks_skip_a_backward_never_called(name: str) -> None:
+    call, code = BACKWARD_NEVER_CALLED[name]
+    outputs = _outputs(call(_fixture("agf107_reachability")))
+    assert all(not out.requires_grad and out.grad_fn is None for out in outputs if isinstance(out, torch.Tensor))
+    assert code not in _codes_by_class("agf107_reachability")[name]
+
+
+def test_partly_marked_outputs_call_backward_with_every_gradient() -> None:
+    module = _fixture("agf107_reachability")
+    values, order = module.SortedValues.apply(_tensor(4))
+    with pytest.raises(TypeError, match="takes 2 positional arguments but 3 were given"):
+        values.sum().backward()
+    assert "AGF107" in _codes_by_class("agf107_reachability")["SortedValues"]
+
+
+def _tangents(function: Callable[..., Any], *primals: Any) -> List[Any]:
+    with forward_ad.dual_level():
+        duals = [forward_ad.make_dual(primal, torch.ones_like(primal)) for primal in primals]
+        return [forward_ad.unpack_dual(out).tangent for out in _outputs(function(*duals))]
+
+
+def test_jvp_runs_for_outputs_marked_non_differentiable() -> None:
+    """MarkedDouble's backward is never called, but forward-mode AD calls its jvp: the surplus None fails."""
+    module = _fixture("agf107_reachability")
+    assert module.MarkedDouble.apply(_tensor(3)).grad_fn is None
+    with pytest.raises(RuntimeError, match=INVALID_JVP_COUNT + r" \(expected 1 but got 2\)"):
+        _tangents(module.MarkedDouble.apply, _tensor(3).detach())
+    assert "AGF108" in _codes_by_class("agf107_reachability")["MarkedDouble"]
+
+
+@pytest.mark.parametrize("name", ["SinCosStarred", "SinCosSliced"])
+def test_jvp_counts_through_starred_and_sliced_tuples(name: str) -> None:
+    module = _fixture("agf107_reachability")
+    x = _tensor(3).detach()
+    got = _tangents(getattr(module, name).apply, x)
+    _, expected = torch.func.jvp(lambda v: (torch.sin(v), torch.cos(v)), (x,), (torch.ones_like(x),))
+    torch.testing.assert_close(tuple(got), expected)
+    assert "AGF108" not in _codes_by_class("agf107_reachability")[name]
+
+
+JVP_WRONG_COUNT: Dict[str, Tuple[Callable[[Any], Any], str]] = {
+    "SinCosSurplus": (lambda m: m.SinCosSurplus.apply, "expected 2 but got 3"),
+    "SinCosMaybe": (lambda m: (lambda x: m.SinCosMaybe.apply(x, False)), "expected 2 but got 1"),
+}
+
+
+@pytest.mark.parametrize("name", list(JVP_WRONG_COUNT))
+def test_jvp_wrong_count_fails_under_forward_ad(name: str) -> None:
+    module = _fixture("agf107_reachability")
+    function, counts = JVP_WRONG_COUNT[name]
+    with pytest.raises(RuntimeError, match=f"{INVALID_JVP_COUNT} \\({counts}\\)"):
+        _tangents(function(module), _tensor(3).detach())
+    assert "AGF108" in _codes_by_class("agf107_reachability")[name]
+
+
+def test_jvp_that_falls_off_is_fine_on_the_path_that_returns() -> None:
+    module = _fixture("agf107_reachability")
+    x = _tensor(3).detach()
+    got = _tangents(lambda v: module.SinCosMaybe.apply(v, True), x)
+    _, expected = torch.func.jvp(lambda v: (torch.sin(v), torch.cos(v)), (x,), (torch.ones_like(x),))
+    torch.testing.assert_close(tuple(got), expected)

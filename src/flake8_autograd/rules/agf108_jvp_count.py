@@ -55,10 +55,12 @@ class JvpCountRule(Rule):
         if outputs is None:
             return
         for counted in analysis.returns(method):
-            if counted.count is None or counted.count == outputs or counted.falls_off:
+            if counted.count is None or counted.count == outputs:
                 continue
+            # Falling off the end returns one None: a count error for two or more outputs.
+            returned = f"{counted.count} tangent" + ("s" if counted.count != 1 else "")
             yield self.report(
-                method, counted.node, method=method.qualname,
-                returned=f"{counted.count} tangent" + ("s" if counted.count != 1 else ""),
+                method, None if counted.falls_off else counted.node, method=method.qualname,
+                returned="None by falling off its end" if counted.falls_off else returned,
                 outputs=f"{outputs} output" + ("s" if outputs != 1 else ""),
             )

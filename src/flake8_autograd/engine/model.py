@@ -604,6 +604,27 @@ def _bind_opaque(facts: BodyFacts, target: cst.CSTNode) -> None:
         _bind_opaque(facts, target.value)
 
 
+def _buffers_handed_over(value: cst.BaseExpression) -> List[str]:
+    """Local names a call receives other than as a bare argument: a part of one (``dkv[:, 0]``, a
+    slice of one allocation), or an element of a tuple, list or dict display (``(x, out)``,
+    ``{key: dq}``), itself whole or a part."""
+    elements: List[cst.BaseExpression] = [value]
+    if isinstance(value, cst.Dict):
+        elements = [element.value for element in value.elements if isinstance(element, cst.DictElement)]
+    elif isinstance(value, (cst.Tuple, cst.List)):
+        elements = [element.value for element in value.elements if not isinstance(element, cst.StarredElement)]
+    names = []
+    for element in elements:
+        if isinstance(element, cst.Subscript):
+            element = element.value
+            if not isinstance(element, cst.Name):
+                continue
+        elif element is value or not isinstance(element, cst.Name):
+            continue  # a bare argument is recorded by the caller
+        names.append(element.value)
+    return names
+
+
 def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> None:
     func = call.func
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
@@ -617,9 +638,8 @@ def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> Non
             facts.filled_by.setdefault(arg.value.value, []).append(call)
             if arg.keyword is not None and arg.keyword.value == "out":
                 facts.in_place.append(InPlace(arg.value.value, call, "out="))
-        for element in _display_elements(arg.value) or ():  # launch(stream, grid, kernel, (x, out))
-            if isinstance(element, cst.Name):
-                facts.filled_by.setdefault(element.value, []).append(call)
+        for buffer in _buffers_handed_over(arg.value):  # launch(grid, (x, out)), run(dkv[:, 0]), run({k: dq})
+            facts.filled_by.setdefault(buffer, []).append(call)
     if ctx_name is None:
         return
     facts.ctx_arguments += sum(

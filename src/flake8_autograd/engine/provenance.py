@@ -1,29 +1,42 @@
-"""Provenance: which computations in a method body produce a value.
+"""Provenance: which computations in a method body produce a value, and which gradients are joint work.
 
 A gradient that backward returns is *computed* when some work in backward produces it: a call, an
-arithmetic operation, an indexing. Two gradients share a computation when one call yields both (a
-fused kernel unpacked into two names, a kernel that fills two preallocated buffers, one
-``torch.autograd.backward`` whose ``.grad`` results are read). Work that only changes how a value is
-laid out (``.view()``, ``.to()``, ``.contiguous()``, ...) does not count: the value still comes from
-what it wraps.
+arithmetic operation, an indexing. The computations that produce it (its *producers*) are found by
+walking back from the returned value through what does not compute:
 
-What is made of a fused call's results does not count either (``fit(grad_a, rows)`` after
-``grad_a, grad_b = fused(grad, ...)``): the work that a check of ``needs_input_grad`` could skip is
-the fused call's, which serves every input at once. A buffer allocated by one of the module's own
-helpers (a function whose every return is an allocation) is a buffer like any other.
+- a change of layout (``.view()``, ``.to()``, ``.half()``, ``.contiguous()``, ``.T``, ...), a slice
+  or view of a local result (``buf[:, :n]``);
+- what follows a computed result without being work of its own: a reduction (``gw.sum(0)``,
+  ``torch.sum(gw, 0)``: the partial sums of a kernel's workspace), a helper applied to one of the
+  results of a fused call (``fit(grad_a, rows)``), a sum of computed results (``dq1 + dq2``);
+- a preallocated buffer (``torch.empty_like``, ``x.new_zeros``, ..., or a module helper that only
+  allocates): its producers are the calls it is handed to (a kernel launch, directly, as a slice
+  ``dkv[:, 0]``, in a tuple, list or dict display, maybe bound to a local first), the values
+  accumulated into it (``dq += part``) and the in-place calls on it. A buffer nothing fills is a
+  placeholder (zeros for an input that takes no gradient): no work;
+- a gradient that forward computed with one fused call and saved, only rescaled here
+  (``gh * grad``): the work was forward's, one computation for every gradient it yielded.
 
-The answer is a set of keys, one per computation; the empty set means "not computed here" (a
-parameter passed through, a constant, a saved tensor, or a value the engine does not follow).
+Each computation is keyed by its node: two textually equal computations are two, one value bound
+once and returned in two slots is one.
+
+Two gradients are *joint* when one's producer is in the other's backward slice (the producers, and
+transitively what they consume): one call yields both (a fused kernel unpacked into two names, a
+launch that fills two buffers, one ``torch.autograd.backward`` whose ``.grad`` results are read), or
+a later kernel consumes an earlier one's result. Inputs, saved tensors, incoming gradients, ctx
+attributes and shared preparations (``s = torch.sigmoid(gate)`` used by two separate products) may be
+shared by separate gradients. Joint gradients are one computation a ``needs_input_grad`` check
+cannot split.
 """
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Hashable, List, Set, Tuple
+from typing import Dict, FrozenSet, Hashable, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from .model import Method
-from .walk import children, cst_dotted, fingerprint, walk_scope
+from .walk import children, cst_dotted, walk, walk_scope
 
 Computation = Tuple[Hashable, ...]
 
@@ -34,7 +47,7 @@ LAYOUT_METHODS = frozenset(
     float double half bfloat16 type type_as expand expand_as detach clone movedim swapaxes cpu cuda
     """.split()
 )
-LAYOUT_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
+LAYOUT_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
 
 # Calls that wrap a value without computing (the value is their first argument).
 WRAPPERS = frozenset({"from_local"})
@@ -47,59 +60,423 @@ ALLOCATIONS = frozenset(
     """.split()
 )
 
+# In-place methods that only set an allocation's memory to a constant (``x.new(n).zero_()``).
+_CONSTANT_FILLS = frozenset({"zero_", "fill_"})
+
+# Reductions that follow a computed result (the partial sums of a kernel's workspace).
+REDUCTIONS = frozenset({"sum"})
+
 # ``x.grad`` after one ``torch.autograd.backward``: every such read comes from that one call.
 _GRAD_READ: Computation = ("grad attribute",)
 
-# Budget against pathological code: nodes visited in one walk.
+# Gradients forward computed with one fused call, saved and only rescaled here: that one call's work.
+_FORWARD_WORK: Computation = ("fused forward call",)
+
+# Budget against pathological code: nodes visited in one walk, nested walks for a follow-up.
 MAX_STEPS = 2_000
+MAX_DEPTH = 20
+
+
+class Provenance:
+    """The producers of values in one method (backward) and the joint work among its gradients.
+
+    ``allocating`` names the module's functions that only allocate memory; ``savers`` are the methods
+    that fill ctx for this backward (forward, setup_context), to recognise gradients computed there."""
+
+    def __init__(
+        self, method: Method, allocating: FrozenSet[str] = frozenset(), savers: Sequence[Method] = ()
+    ) -> None:
+        self.method = method
+        self.allocating = allocating
+        self._bound: Dict[str, Tuple[List[cst.BaseExpression], FrozenSet[Computation]]] = {}
+        self._upstream: Dict[Computation, FrozenSet[Computation]] = {}
+        self._producers: Dict[Hashable, FrozenSet[Computation]] = {}
+        # Computations that yield several results: a launch filling buffers, a call unpacked into names.
+        self.several_results: Set[Computation] = {_GRAD_READ}
+        self._walking: Set[Hashable] = set()
+        self._containers: Optional[Dict[str, List[str]]] = None
+        self._in_place_calls: Optional[Dict[str, List[cst.Call]]] = None
+        self._carrying: Optional[FrozenSet[str]] = None
+        self._used: Dict[cst.Call, int] = {}
+        self._forward_gradients = _forward_gradients(method, savers)
+
+    # -- producers -------------------------------------------------------------------------------
+    def producers(self, node: cst.BaseExpression, depth: int = 0) -> FrozenSet[Computation]:
+        """The computations that produce ``node``'s value (empty: none, or not followed).
+
+        Memoised per name and per node, and empty for a value asked again while it is being walked
+        (``g, h = v.chunk(2)`` after ``v = cat([g, ...])``): without both, the nested walks of
+        follow-ups through such a cycle multiply at every level."""
+        key: Hashable = ("name", node.value) if isinstance(node, cst.Name) else node
+        known = self._producers.get(key)
+        if known is not None:
+            return known
+        if key in self._walking:
+            return frozenset()
+        self._walking.add(key)
+        try:
+            found = self._walk(node, depth)
+        finally:
+            self._walking.discard(key)
+        self._producers[key] = found
+        return found
+
+    def _walk(self, node: cst.BaseExpression, depth: int) -> FrozenSet[Computation]:
+        found: Set[Computation] = set()
+        followed: Set[str] = set()
+        pending: List[cst.CSTNode] = [node]
+        steps = 0
+        while pending:
+            steps += 1
+            if steps > MAX_STEPS:
+                return frozenset()
+            value = pending.pop()
+            if isinstance(value, cst.Name):
+                if value.value not in followed:
+                    followed.add(value.value)
+                    values, direct = self._bound_of(value.value)
+                    found |= direct
+                    pending.extend(values)
+            elif isinstance(value, cst.Call):
+                self._call_producers(value, depth, found, pending)
+            elif isinstance(value, cst.Attribute):
+                if value.attr.value == "grad":
+                    found.add(_GRAD_READ)
+                elif value.attr.value in LAYOUT_ATTRIBUTES:
+                    pending.append(value.value)
+                # any other attribute (ctx.x, obj.field) is read, not computed
+            elif isinstance(value, cst.Subscript):
+                self._subscript_producers(value, depth, found, pending)
+            elif isinstance(value, cst.BinaryOperation):
+                self._arithmetic_producers(value, depth, found, pending)
+            else:
+                pending.extend(children(value))  # parentheses, conditionals, unary operators, displays
+        return frozenset(found)
+
+    def _call_producers(
+        self, call: cst.Call, depth: int, found: Set[Computation], pending: List[cst.CSTNode]
+    ) -> None:
+        wrapped = _wrapped_value(call)
+        if wrapped is not None:
+            pending.append(wrapped)
+            return
+        if _is_allocation(call, self.allocating):
+            return  # memory only: a placeholder where it stands in a slot
+        subject = self._followed_subject(call)
+        if subject is not None and depth < MAX_DEPTH:
+            made_of = self._joint_results(subject, depth)
+            if made_of:
+                found |= made_of  # a reduction or rework of a fused result is not work of its own
+                return
+        found.add(("call", call))
+
+    def _subscript_producers(
+        self, subscript: cst.Subscript, depth: int, found: Set[Computation], pending: List[cst.CSTNode]
+    ) -> None:
+        if _is_ctx_read(subscript.value, self.method):
+            return  # ctx.saved_tensors[0], ctx.sizes[1]
+        base = subscript.value
+        if isinstance(base, cst.Name) and base.value in self.method.facts.bindings:
+            # A part of a local result comes from what made it. Followed in this walk, once per name: a
+            # fresh walk per subscript would redo the name's whole history for every part taken of it.
+            pending.append(base)
+            return
+        made_of = self.producers(base, depth + 1) if depth < MAX_DEPTH else frozenset()
+        if made_of:
+            found |= made_of  # a part of a call's result (``fused(...)[0]``)
+        else:
+            found.add(("subscript", subscript))  # indexing a parameter is work of its own
+
+    def _arithmetic_producers(
+        self, operation: cst.BinaryOperation, depth: int, found: Set[Computation], pending: List[cst.CSTNode]
+    ) -> None:
+        if self._rescales_forward_gradient(operation, depth):
+            found.add(_FORWARD_WORK)  # one fused forward call for every gradient it yielded
+            return
+        if isinstance(operation.operator, cst.Add) and depth < MAX_DEPTH:
+            # The sum of fused results (the partial results of two launches) is what they made.
+            left = self._joint_results(operation.left, depth)
+            right = self._joint_results(operation.right, depth) if left else frozenset()
+            if left and right:
+                found |= left | right
+                return
+        found.add(("arithmetic", operation))
+
+    def _joint_results(self, node: cst.BaseExpression, depth: int) -> FrozenSet[Computation]:
+        """The producers of ``node`` when each yields several results (a launch filling buffers, a fused
+        call unpacked into names), else empty: a reduction of such a result follows up on joint work,
+        one of a prepared gradient (``grad_conv.sum(0)`` after ``grad_conv = mask(grad)``) is work."""
+        made_of = self.producers(node, depth + 1)
+        return made_of if made_of and made_of <= self.several_results else frozenset()
+
+    def _bound_of(self, name: str) -> Tuple[List[cst.BaseExpression], FrozenSet[Computation]]:
+        """The values to follow for a local name, and the computations it stands for directly."""
+        known = self._bound.get(name)
+        if known is None:
+            known = _bound_values(name, self)
+            self._bound[name] = known
+        return known
+
+    def _followed_subject(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The value a call only follows up on, when it is computed: a reduction (``gw.sum(0)``,
+        ``torch.sum(gw, 0)``) or a rework of a fused call's result (``fit(grad_a, rows)``)."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in REDUCTIONS:
+            dotted = cst_dotted(func) or ""
+            if dotted.startswith("torch."):
+                return _first_argument(call)
+            return func.value
+        if self.reworks_fused_gradient(call):
+            return _subject(call)
+        return None
+
+    def _rescales_forward_gradient(self, operation: cst.BinaryOperation, depth: int) -> bool:
+        """``gh * grad`` where forward computed ``gh`` with a fused call and saved it: the work was forward's."""
+        if not self._forward_gradients or not isinstance(operation.operator, (cst.Multiply, cst.Divide)):
+            return False
+        for saved, scale in ((operation.left, operation.right), (operation.right, operation.left)):
+            if self._is_forward_gradient(saved) and (depth >= MAX_DEPTH or not self.producers(scale, depth + 1)):
+                return True
+        return False
+
+    def _is_forward_gradient(self, node: cst.BaseExpression) -> bool:
+        while isinstance(node, cst.Call) and _wrapped_value(node) is not None:
+            node = _wrapped_value(node)  # type: ignore[assignment]
+        if isinstance(node, cst.Attribute) and _is_ctx_read(node.value, self.method):
+            return ("attribute", node.attr.value) in self._forward_gradients
+        if not isinstance(node, cst.Name):
+            return False
+        for binding in self.method.facts.bindings.get(node.value, ()):
+            if binding.index is not None and _is_saved_tensors(binding.value, self.method):
+                if ("saved", binding.index) in self._forward_gradients:
+                    return True
+        return False
+
+    def reworks_fused_gradient(self, call: cst.Call) -> bool:
+        """``call`` takes as its first argument (or is a method of) one of the results of a fused call:
+        one that consumes an incoming gradient and whose results, two or more of them used, go their own
+        ways. What is made of such a result is not work of its own.
+
+        Not a fused call: one that consumes no incoming gradient (``x, w = map(torch.Tensor.contiguous,
+        ctx.saved_tensors)`` unpacks saved state), one with a single result used (``padded, _, _ =
+        pad(grad)`` prepares the gradient that later, separate computations share), or one whose result
+        re-binds the incoming gradient (``grad, x = prepare(grad, x)``: prepared, not computed).
+        """
+        subject = _subject(call)
+        while isinstance(subject, cst.Call):
+            subject = _wrapped_value(subject)  # None for a call that computes
+        method = self.method
+        if not isinstance(subject, cst.Name) or not _unpacked_from_call(subject.value, method):
+            return False
+        gradients = _incoming_gradients(method)
+        if subject.value in gradients:
+            return False  # the incoming gradient re-bound (``grad, x = prepare(grad, x)``) is prepared, not computed
+        sources = [binding.value for binding in method.facts.bindings[subject.value] if binding.index is not None]
+        if self._carrying is None:
+            self._carrying = _carrying_gradients(method, gradients)
+        carrying = self._carrying
+        return all(
+            isinstance(source, cst.Call) and _mentions_any(source, carrying) and self._results_used(source) >= 2
+            for source in sources
+        )
+
+    def _results_used(self, call: cst.Call) -> int:
+        known = self._used.get(call)
+        if known is None:
+            known = _results_used(call, self.method)
+            self._used[call] = known
+        return known
+
+    # -- buffers ---------------------------------------------------------------------------------
+    def fills(self, name: str) -> List[cst.Call]:
+        """The calls that fill the buffer ``name``: those handed it (directly, as a slice, in a display,
+        or in a local bound to a display), other than metadata reads beside a launch (``_stride(buf)``
+        among the launch's own arguments), layout changes, reductions and allocations."""
+        facts = self.method.facts
+        calls: List[cst.Call] = list(facts.filled_by.get(name, ()))
+        for container in self._containers_of(name):
+            calls.extend(facts.filled_by.get(container, ()))
+        calls = [
+            call for call in calls
+            if _wrapped_value(call) is None
+            and not _is_allocation(call, self.allocating)
+            and self._followed_subject(call) is None
+        ]
+        nested: Set[int] = set()
+        for call in calls:
+            for node in walk(call):
+                if node is not call and isinstance(node, cst.Call):
+                    nested.add(id(node))
+        return [call for call in calls if id(call) not in nested]
+
+    def in_place_calls(self, name: str) -> List[cst.Call]:
+        """In-place method calls on ``name`` or on a part of it (``buf[i].add_(x)``), other than
+        setting it to a constant (``zero_()``)."""
+        if self._in_place_calls is None:
+            calls: Dict[str, List[cst.Call]] = {}
+            body = self.method.node.body if self.method.node is not None else None
+            for node in walk_scope(body) if body is not None else ():
+                if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+                    continue
+                method = node.func.attr.value
+                if not method.endswith("_") or method.endswith("__") or method in _CONSTANT_FILLS:
+                    continue
+                receiver = _base_name(node.func.value)
+                if receiver is not None:
+                    calls.setdefault(receiver, []).append(node)
+            self._in_place_calls = calls
+        return self._in_place_calls.get(name, [])
+
+    def _containers_of(self, name: str) -> List[str]:
+        """Locals bound to a display holding ``name`` (``pack = {key: dq, ...}``)."""
+        if self._containers is None:
+            containers: Dict[str, List[str]] = {}
+            for local, bindings in self.method.facts.bindings.items():
+                for binding in bindings:
+                    if binding.index is None and isinstance(binding.value, (cst.Tuple, cst.List, cst.Dict)):
+                        for element in _display_values(binding.value):
+                            held = _base_name(element)
+                            if held is not None:
+                                containers.setdefault(held, []).append(local)
+            self._containers = containers
+        return self._containers.get(name, [])
+
+    # -- joint work ------------------------------------------------------------------------------
+    def upstream(self, computation: Computation) -> FrozenSet[Computation]:
+        """The computation and, transitively, the computations whose results it consumes."""
+        known = self._upstream.get(computation)
+        if known is not None:
+            return known
+        seen: Set[Computation] = {computation}
+        pending: List[Computation] = [computation]
+        while pending and len(seen) < MAX_STEPS:
+            current = pending.pop()
+            cached = self._upstream.get(current)
+            if cached is not None and current is not computation:
+                new = cached - seen
+                seen |= new
+                continue
+            for consumed in self._inputs(current):
+                if consumed not in seen:
+                    seen.add(consumed)
+                    pending.append(consumed)
+        found = frozenset(seen)
+        self._upstream[computation] = found
+        return found
+
+    def _inputs(self, computation: Computation) -> FrozenSet[Computation]:
+        node = computation[1] if len(computation) > 1 else None
+        if not isinstance(node, cst.CSTNode):
+            return frozenset()
+        if isinstance(node, cst.Call):
+            operands: List[cst.BaseExpression] = [arg.value for arg in node.args]
+            if isinstance(node.func, cst.Attribute):
+                operands.append(node.func.value)
+        elif isinstance(node, cst.Subscript):
+            operands = [node.value]
+        elif isinstance(node, cst.BinaryOperation):
+            operands = [node.left, node.right]
+        else:
+            return frozenset()
+        found: Set[Computation] = set()
+        for operand in operands:
+            found |= self.producers(operand)
+        found.discard(computation)
+        return frozenset(found)
+
+    def separate_groups(self, slots: Sequence[FrozenSet[Computation]]) -> List[List[int]]:
+        """The computed slots (by position in ``slots``) grouped into joint work: two slots are in one
+        group when a producer of one is in the other's backward slice, directly or through others."""
+        computed = [index for index, producers in enumerate(slots) if producers]
+        parent = {index: index for index in computed}
+
+        def root(index: int) -> int:
+            while parent[index] != index:
+                parent[index] = parent[parent[index]]
+                index = parent[index]
+            return index
+
+        slices = {index: frozenset().union(*(self.upstream(p) for p in slots[index])) for index in computed}
+        for position, first in enumerate(computed):
+            for second in computed[position + 1:]:
+                if slots[first] & slices[second] or slots[second] & slices[first]:
+                    parent[root(first)] = root(second)
+        groups: Dict[int, List[int]] = {}
+        for index in computed:
+            groups.setdefault(root(index), []).append(index)
+        return list(groups.values())
 
 
 def computations(
     node: cst.BaseExpression, method: Method, allocating: FrozenSet[str] = frozenset()
 ) -> FrozenSet[Computation]:
-    """The computations in ``method`` that produce ``node``'s value (empty: none, or not followed).
+    """The computations in ``method`` that produce ``node``'s value (empty: none, or not followed)."""
+    return Provenance(method, allocating).producers(node)
 
-    ``allocating`` names the module's functions that only allocate memory."""
+
+def _bound_values(name: str, provenance: Provenance) -> Tuple[List[cst.BaseExpression], FrozenSet[Computation]]:
+    """The values to follow for a local name, and the computations it stands for directly."""
+    method = provenance.method
+    facts = method.facts
+    bindings = facts.bindings.get(name, ())  # none: a parameter passed through, a global, a builtin
+    values: List[cst.BaseExpression] = []
+    direct: Set[Computation] = set()
+    changes = [change for change in facts.in_place if change.name == name]
+    for change in changes:
+        if change.how == "augmented assignment" and isinstance(change.node, cst.AugAssign):
+            values.append(change.node.value)  # ``dq += part``: what is accumulated into it
+    for binding in bindings:
+        value = binding.value
+        if value is None:
+            continue  # bound in a loop, a with, ``+=`` (above), ...: not followed
+        if binding.index is not None:
+            if isinstance(value, cst.Call) and not _is_saved_tensors(value, method):
+                # One of several results of one call (a fused kernel): that call, one for all its results.
+                direct.add(("call", value))
+                provenance.several_results.add(("call", value))
+            elif isinstance(value, cst.Name):
+                values.append(value)  # ``dq, dk = grads``: a part of a local result
+            continue  # unpacked from ctx.saved_tensors, a display, ...: not computed here
+        if _is_allocation(value, provenance.allocating):
+            # A buffer: its value comes from what fills it. Nothing filling it: a placeholder, no work.
+            filling = {("call", call) for call in provenance.fills(name)}
+            direct |= filling
+            provenance.several_results |= filling
+            for change in changes:
+                if change.how == "indexed assignment":
+                    direct.add(("call", value))  # the buffer written part by part is allocated for this
+                    if isinstance(change.node, (cst.Assign, cst.AugAssign)):
+                        values.append(change.node.value)
+            # ``buf.index_add_(...)``, ``buf[rows].add_(part)``: written in place, whole or in part.
+            direct.update(("call", call) for call in provenance.in_place_calls(name))
+            continue
+        values.append(value)
+    return values, frozenset(direct)
+
+
+def _forward_gradients(method: Method, savers: Sequence[Method]) -> FrozenSet[Computation]:
+    """What forward saved for backward that it computed as one of several results of one call (a fused
+    forward that also yields gradients): ``("saved", i)`` for ``save_for_backward`` positions,
+    ``("attribute", name)`` for ctx attributes."""
     found: Set[Computation] = set()
-    followed: Set[str] = set()
-    pending: List[cst.CSTNode] = [node]
-    steps = 0
-    while pending:
-        steps += 1
-        if steps > MAX_STEPS:
-            return frozenset()
-        value = pending.pop()
-        if isinstance(value, cst.Name):
-            if value.value not in followed:
-                followed.add(value.value)
-                pending.extend(_bound_values(value.value, method, found, allocating))
-        elif isinstance(value, cst.Call):
-            wrapped = _wrapped_value(value)
-            if wrapped is not None:
-                pending.append(wrapped)
-            elif not _reworks_fused_gradient(value, method):
-                found.add(("call", fingerprint(value)))
-        elif isinstance(value, cst.Attribute):
-            if value.attr.value == "grad":
-                found.add(_GRAD_READ)
-            elif value.attr.value in LAYOUT_ATTRIBUTES:
-                pending.append(value.value)
-            # any other attribute (ctx.x, obj.field) is read, not computed
-        elif isinstance(value, cst.Subscript):
-            if _is_ctx_read(value.value, method):
-                continue  # ctx.saved_tensors[0], ctx.sizes[1]
-            base = value.value
-            if isinstance(base, cst.Name) and base.value in method.facts.bindings:
-                # A part of a local result comes from what made it (nothing, for a fused kernel's). Followed
-                # in this walk, once per name: a fresh walk per subscript would redo the name's whole
-                # history for every part taken of it, exponential in a chain of such locals.
-                pending.append(base)
-            else:
-                found.add(("subscript", fingerprint(value)))  # indexing a parameter is work of its own
-        elif isinstance(value, cst.BinaryOperation):
-            found.add(("arithmetic", fingerprint(value)))
-        else:
-            pending.extend(children(value))  # parentheses, conditionals, unary operators, displays
+    for saver in savers:
+        if saver.node is None or saver is method:
+            continue
+        facts = saver.facts
+
+        def fused_result(value: cst.BaseExpression) -> bool:
+            if not isinstance(value, cst.Name):
+                return False
+            bindings = facts.bindings.get(value.value, ())
+            return bool(bindings) and all(
+                binding.index is not None and isinstance(binding.value, cst.Call) for binding in bindings
+            )
+
+        for call in facts.ctx_calls.get("save_for_backward", ()):
+            if any(arg.star for arg in call.args):
+                continue
+            found.update(("saved", index) for index, arg in enumerate(call.args) if fused_result(arg.value))
+        found.update(("attribute", store.attribute) for store in facts.ctx_stores if fused_result(store.value))
     return frozenset(found)
 
 
@@ -114,28 +491,44 @@ def _wrapped_value(call: cst.Call) -> "cst.BaseExpression | None":
     return None
 
 
-def _bound_values(
-    name: str, method: Method, found: Set[Computation], allocating: FrozenSet[str]
-) -> List[cst.CSTNode]:
-    """The values to follow for a local name; computations it stands for directly go into ``found``."""
-    facts = method.facts
-    bindings = facts.bindings.get(name, ())  # none: a parameter passed through, a global, a builtin
-    if _unpacked_from_call(name, method):
-        # Unpacked from one call that yields several gradients: a fused kernel cannot skip work per
-        # input, so neither it nor what is later made of its result is counted.
-        return []
-    values: List[cst.CSTNode] = []
-    for binding in bindings:
-        value = binding.value
-        if value is None or binding.index is not None:
-            continue  # bound in a loop, a with, unpacked from ctx.saved_tensors, ...: not followed
-        if _is_allocation(value, allocating) and facts.filled_by.get(name):
-            # A buffer: its value comes from the calls it is handed to (a kernel launch), one for all
-            # the buffers that call fills.
-            found.update(("call", fingerprint(call)) for call in facts.filled_by[name] if _wrapped_value(call) is None)
-            continue
-        values.append(value)
-    return values
+def _base_name(node: cst.BaseExpression) -> Optional[str]:
+    """The local a value is a part of: ``buf`` for ``buf``, ``buf[i]``, ``buf[i][:, 0]``."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _method_name(call: cst.Call) -> Optional[str]:
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def _first_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+    if call.args and not call.args[0].star and call.args[0].keyword is None:
+        return call.args[0].value
+    return None
+
+
+def _subject(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The receiver of a method call, else the first positional argument."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.value
+    return _first_argument(call)
+
+
+def _display_values(display: "cst.Tuple | cst.List | cst.Dict") -> Iterable[cst.BaseExpression]:
+    if isinstance(display, cst.Dict):
+        return [element.value for element in display.elements if isinstance(element, cst.DictElement)]
+    return [element.value for element in display.elements if not isinstance(element, cst.StarredElement)]
+
+
+def _is_saved_tensors(value: Optional[cst.BaseExpression], method: Method) -> bool:
+    """``ctx.saved_tensors`` (or a call over it, such as ``map(f, ctx.saved_tensors)``): saved state."""
+    if isinstance(value, cst.Attribute):
+        return value.attr.value in ("saved_tensors", "saved_variables") and _is_ctx_read(value.value, method)
+    if isinstance(value, cst.Call):
+        return any(_is_saved_tensors(arg.value, method) for arg in value.args)
+    return False
 
 
 def _unpacked_from_call(name: str, method: Method) -> bool:
@@ -144,32 +537,37 @@ def _unpacked_from_call(name: str, method: Method) -> bool:
     return any(binding.index is not None and isinstance(binding.value, cst.Call) for binding in bindings)
 
 
-def _reworks_fused_gradient(call: cst.Call, method: Method) -> bool:
-    """``call`` takes as its first argument (or is a method of) one of the results of a fused call:
-    one that consumes an incoming gradient and whose results, two or more of them used, go their own
-    ways. What is made of such a result is not work of its own.
+def _carrying_gradients(method: Method, gradients: FrozenSet[str]) -> FrozenSet[str]:
+    """The incoming gradients and the locals made of them (``dout_re, dout_im = split(dout)``)."""
+    mentioned: Dict[str, Set[str]] = {}
+    for name, bound in method.facts.bindings.items():
+        names: Set[str] = set()
+        for binding in bound:
+            if binding.value is not None:
+                names.update(_names_in(binding.value))
+        mentioned[name] = names
+    carrying = set(gradients)
+    changed = True
+    while changed:  # a fixed point: each round adds a name or stops
+        changed = False
+        for name, names in mentioned.items():
+            if name not in carrying and not names.isdisjoint(carrying):
+                carrying.add(name)
+                changed = True
+    return frozenset(carrying)
 
-    Not a fused call: one that consumes no incoming gradient (``x, w = map(torch.Tensor.contiguous,
-    ctx.saved_tensors)`` unpacks saved state), one with a single result used (``padded, _, _ =
-    pad(grad)`` prepares the gradient that later, separate computations share), or one whose result
-    re-binds the incoming gradient (``grad, x = prepare(grad, x)``: prepared, not computed).
-    """
-    func = call.func
-    subject: "cst.BaseExpression | None" = func.value if isinstance(func, cst.Attribute) else None
-    if subject is None and call.args and not call.args[0].star and call.args[0].keyword is None:
-        subject = call.args[0].value
-    while isinstance(subject, cst.Call):
-        subject = _wrapped_value(subject)  # None for a call that computes
-    if not isinstance(subject, cst.Name) or not _unpacked_from_call(subject.value, method):
-        return False
-    gradients = _incoming_gradients(method)
-    if subject.value in gradients:
-        return False  # the incoming gradient re-bound (``grad, x = prepare(grad, x)``) is prepared, not computed
-    sources = [binding.value for binding in method.facts.bindings[subject.value] if binding.index is not None]
-    return all(
-        isinstance(source, cst.Call) and _mentions_any(source, gradients) and _results_used(source, method) >= 2
-        for source in sources
-    )
+
+def _names_in(node: cst.CSTNode) -> Set[str]:
+    found: Set[str] = set()
+    pending: List[cst.CSTNode] = [node]
+    steps = 0
+    while pending and steps < MAX_STEPS:
+        steps += 1
+        item = pending.pop()
+        if isinstance(item, cst.Name):
+            found.add(item.value)
+        pending.extend(children(item))
+    return found
 
 
 def _results_used(call: cst.Call, method: Method) -> int:
@@ -214,7 +612,8 @@ def _mentions_any(node: cst.CSTNode, names: FrozenSet[str]) -> bool:
 
 def _is_allocation(value: cst.BaseExpression, allocating: FrozenSet[str] = frozenset()) -> bool:
     """``torch.empty_like(x)``, ``None if ... else x.new_zeros(...)``, ``torch.empty(n).view(shape)``,
-    or a call of one of the module's helpers that only allocate: memory, no values yet.
+    ``x.new(n).zero_()``, or a call of one of the module's helpers that only allocate: memory, no
+    values yet.
 
     A worklist, not a recursion: a chain of a thousand conditional expressions is one level each.
     """
@@ -227,13 +626,18 @@ def _is_allocation(value: cst.BaseExpression, allocating: FrozenSet[str] = froze
                 return False
             pending.extend(allocations)
             continue
-        wrapped = _wrapped_value(value) if isinstance(value, cst.Call) else None
-        while wrapped is not None:  # torch.empty(...).transpose(1, 2): still fresh memory
+        while isinstance(value, cst.Call):  # torch.empty(...).transpose(1, 2), x.new(n).zero_(): still memory
+            wrapped = _wrapped_value(value)
+            if wrapped is None and isinstance(value.func, cst.Attribute) and value.func.attr.value in _CONSTANT_FILLS:
+                wrapped = value.func.value
+            if wrapped is None:
+                break
             value = wrapped
-            wrapped = _wrapped_value(value) if isinstance(value, cst.Call) else None
         if not isinstance(value, cst.Call):
             return False
         if isinstance(value.func, cst.Name) and value.func.value in allocating:
+            continue
+        if _method_name(value) == "new":  # the legacy ``x.new(sizes)``
             continue
         dotted = cst_dotted(value.func) or ""
         if dotted.rsplit(".", 1)[-1] not in ALLOCATIONS:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Set
+from typing import FrozenSet, Iterator, List
 
 import libcst as cst
 
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, forward_inputs
-from ..engine.provenance import Computation, computations
+from ..engine.provenance import Computation, Provenance
 from ..engine.tensors import Kind
 from ..engine.walk import walk
 from .base import Finding, Rule
@@ -73,20 +73,23 @@ class NeedsInputGradRule(Rule):
             return
         forward = model.method("forward")
         forward_inference = analysis.inference(forward) if forward is not None and forward.node is not None else None
-        allocating = analysis.allocating_helpers()
+        savers = [saver for saver in (forward, model.method("setup_context")) if saver is not None]
+        provenance = Provenance(method, analysis.allocating_helpers(), savers)
         for counted in analysis.returns(method):
             if counted.slots is None or counted.falls_off:
                 continue
-            computed = []
-            work: Set[Computation] = set()  # one call yielding two gradients is one computation
+            computed: List[str] = []
+            slot_producers: List[FrozenSet[Computation]] = []
             for param, slot in zip(inputs.params, counted.slots):
                 if forward_inference is not None and forward_inference.input_kind(param) is Kind.NOT_TENSOR:
                     continue  # a non-tensor input takes no gradient at all (PyTorch requires None there)
-                sources = set().union(*(computations(node, method, allocating) for node in slot))
-                if sources:
+                producers = frozenset().union(*(provenance.producers(node) for node in slot))
+                if producers:
                     computed.append(param.name)
-                    work |= sources
-            if len(computed) >= 2 and len(work) >= 2:
+                    slot_producers.append(producers)
+            # Gradients that share their work (one fused call, one launch filling several buffers, a
+            # chain of kernels) are one computation: a needs_input_grad check could not split it.
+            if len(computed) >= 2 and len(provenance.separate_groups(slot_producers)) >= 2:
                 if not any(_checks_whether_inputs_need_grad(base) for base in model.mro):
                     yield self.report(method, method=method.qualname, inputs=", ".join(computed))
                 return

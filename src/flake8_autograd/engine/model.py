@@ -134,11 +134,16 @@ class CtxSubscript:
 
 @dataclass
 class InPlace:
-    """A local name modified in place: ``x.add_(...)``, ``x[i] = v``, ``x += v`` or ``out=x``."""
+    """A local name modified in place: ``x.add_(...)``, ``x[i] = v``, ``x += v`` or ``out=x``.
+
+    In ``BodyFacts.expression_writes`` the value written is an expression (``x.view(-1)[0] = v``,
+    ``x.data += v``): ``name`` is empty and ``target`` is that expression (aliases.py follows it).
+    """
 
     name: str
     node: cst.CSTNode
     how: str
+    target: Optional[cst.BaseExpression] = None
 
 
 # In-place methods that change a tensor's data (``requires_grad_`` only flips a flag).
@@ -160,6 +165,8 @@ class BodyFacts:
     ctx_reads: Dict[str, List[cst.Attribute]] = field(default_factory=dict)  # ctx.<attr> loads
     ctx_subscripts: List[CtxSubscript] = field(default_factory=list)  # ctx.<attr>[i]
     in_place: List[InPlace] = field(default_factory=list)  # name modified in place
+    expression_writes: List[InPlace] = field(default_factory=list)  # ``x[0][i] = v``, ``x.data += v``
+    calls: List[cst.Call] = field(default_factory=list)  # every call, for in-place writes through them
     ctx_references: int = 0  # every use of the ctx name, however it is used
     ctx_arguments: int = 0  # uses of the ctx name as a call argument
     # name -> calls that receive it as an argument: a kernel launch filling a preallocated buffer
@@ -464,6 +471,10 @@ def _read_augmented_assign(facts: BodyFacts, node: cst.AugAssign, ctx_name: Opti
         facts.in_place.append(InPlace(node.target.value, node, "augmented assignment"))
     elif isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
         facts.in_place.append(InPlace(node.target.value.value, node, "indexed assignment"))
+    elif isinstance(node.target, cst.Subscript):
+        facts.expression_writes.append(InPlace("", node, "indexed assignment", node.target.value))
+    elif isinstance(node.target, cst.Attribute):
+        facts.expression_writes.append(InPlace("", node, "augmented assignment", node.target))
 
 
 def _read_named_expression(facts: BodyFacts, node: cst.NamedExpr, ctx_name: Optional[str]) -> None:
@@ -556,6 +567,8 @@ def _bind_target(
     elif isinstance(target, cst.Subscript):
         if isinstance(target.value, cst.Name):
             facts.in_place.append(InPlace(target.value.value, statement, "indexed assignment"))
+        else:
+            facts.expression_writes.append(InPlace("", statement, "indexed assignment", target.value))
     elif isinstance(target, cst.Attribute):
         if ctx_name is not None and isinstance(target.value, cst.Name) and target.value.value == ctx_name:
             facts.ctx_stores.append(CtxStore(target.attr.value, value, target))
@@ -626,6 +639,7 @@ def _buffers_handed_over(value: cst.BaseExpression) -> List[str]:
 
 
 def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> None:
+    facts.calls.append(call)
     func = call.func
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
         method = func.attr.value

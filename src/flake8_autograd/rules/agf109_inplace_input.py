@@ -6,9 +6,10 @@ from typing import Iterator, Set
 
 import libcst as cst
 
+from ..engine.aliases import Write, method_writes
 from ..engine.analysis import Analysis
 from ..engine.counting import slot_is_none
-from ..engine.model import ClassModel, InPlace, Method
+from ..engine.model import ClassModel, Method
 from ..engine.tensors import Kind
 from .base import Finding, Rule
 
@@ -53,23 +54,25 @@ class InPlaceInputRule(Rule):
         inference = analysis.inference(forward)
         positions = {param.name: index for index, param in enumerate(inputs.params)}
         reported: Set[str] = set()
-        for change in forward.facts.in_place:
-            index = positions.get(change.name)
-            if index is None or change.name in dirty or change.name in reported:
+        for write in method_writes(forward, analysis):
+            index = positions.get(write.root)
+            if index is None or write.root in dirty or write.root in reported:
                 continue
-            if forward.rebinds(change.name) or change.how in _ALIASING or _copies_itself(change):
+            if write.how in _ALIASING or _copies_itself(write):
                 continue
             param = inputs.params[index]
             kind = inference.input_kind(param)
             if kind is Kind.UNKNOWN and param.name in forward.facts.tensor_uses:
                 kind = Kind.TENSOR  # ``x += ...`` keeps the object: its tensor uses still tell what it is
-            # An in-place method (``x.add_()``) names a tensor by itself; ``x[i] = v`` or ``x += v`` needs proof.
-            if kind is Kind.NOT_TENSOR or (kind is not Kind.TENSOR and not change.how.startswith(".")):
+            # An in-place method (``x.add_()``) names a tensor by itself; ``x[i] = v``, ``x += v`` or a write
+            # through ``x[0]``, ``x.data`` or a helper needs proof (x may be a list, or hold a tensor).
+            direct_method = write.through is None and write.how.startswith(".")
+            if kind is Kind.NOT_TENSOR or (kind is not Kind.TENSOR and not direct_method):
                 continue
-            if _is_buffer(model, forward, analysis, index, change.name):
+            if _is_buffer(model, forward, analysis, index, write.root):
                 continue
-            reported.add(change.name)
-            yield self.report(forward, change.node, method=forward.qualname, input=change.name, how=change.how)
+            reported.add(write.root)
+            yield self.report(forward, write.node, method=forward.qualname, input=write.root, how=write.describe())
 
 
 # ``x.set_(y)`` makes x share y's storage: a deliberate aliasing idiom (the input is typically a leaf
@@ -77,13 +80,13 @@ class InPlaceInputRule(Rule):
 _ALIASING = frozenset({".set_()"})
 
 
-def _copies_itself(change: InPlace) -> bool:
+def _copies_itself(write: Write) -> bool:
     """``x.copy_(x)``: the values stay as they are (torch's own Resize does this for quantized tensors)."""
-    call = change.node
-    if change.how != ".copy_()" or not isinstance(call, cst.Call) or len(call.args) != 1:
+    call = write.node
+    if write.how != ".copy_()" or write.through is not None or not isinstance(call, cst.Call) or len(call.args) != 1:
         return False
     source = call.args[0].value
-    return isinstance(source, cst.Name) and source.value == change.name
+    return isinstance(source, cst.Name) and source.value == write.root
 
 
 def _is_buffer(model: ClassModel, forward: Method, analysis: Analysis, index: int, name: str) -> bool:

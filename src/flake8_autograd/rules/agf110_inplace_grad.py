@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator, Set
 
+from ..engine.aliases import method_writes
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel
 from .base import Finding, Rule
@@ -49,8 +50,8 @@ class InPlaceGradRule(Rule):
                 continue
             grads = {param.name for param in method.signature.positional[1:]}
             reported: Set[str] = set()
-            for change in method.facts.in_place:
-                if change.name not in grads or change.name in reported or method.rebinds(change.name):
+            for write in method_writes(method, analysis):  # a gradient bound again anywhere is not followed
+                if write.root not in grads or write.root in reported:
                     continue
-                reported.add(change.name)
-                yield self.report(method, change.node, method=method.qualname, grad=change.name, how=change.how)
+                reported.add(write.root)
+                yield self.report(method, write.node, method=method.qualname, grad=write.root, how=write.describe())

@@ -12,9 +12,17 @@ from typing import Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
-from .model import Binding, ClassModel, Method, Param, constant_index as _constant_index, forward_inputs
+from .model import (
+    TENSOR_EVIDENCE_ATTRIBUTES,
+    Binding,
+    ClassModel,
+    Method,
+    Param,
+    constant_index as _constant_index,
+    forward_inputs,
+)
 from .names import ImportTable
-from .walk import cst_dotted
+from .walk import children, cst_dotted, walk_scope
 
 # A budget against pathological code (deep nesting, long chains of names): past it, unknown. One
 # level takes up to five Python frames, and setup_context's inference of forward runs on the same
@@ -102,10 +110,36 @@ TENSOR_METHODS: FrozenSet[str] = frozenset(
     """.split()
 )
 
-# Methods that exist only on tensors and return a tensor, whatever we know of the receiver.
+# Methods that exist only on tensors and return a tensor, whatever we know of the receiver. Not the casts
+# ``float``/``half``/``double``/``type``/``to``/``cuda``, which modules have too, nor numpy's ``transpose``,
+# ``reshape``, ``copy`` or ``T``; ``expand`` only with sizes (sympy expressions have a bare ``expand()``).
 TENSOR_ONLY_METHODS: FrozenSet[str] = frozenset(
-    "contiguous view view_as new_zeros new_ones new_empty new_full new_tensor type_as expand_as reshape_as".split()
+    "contiguous view view_as new_zeros new_ones new_empty new_full new_tensor type_as expand_as reshape_as t permute"
+    " detach".split()
 )
+SIZED_TENSOR_ONLY_METHODS: FrozenSet[str] = frozenset({"expand"})
+
+# Receivers of these are tensors (``x.is_contiguous()`` answers no tensor, but proves x one). Not ``numel``:
+# ``torch.Size`` has one.
+TENSOR_EVIDENCE_METHODS: FrozenSet[str] = TENSOR_EVIDENCE_ATTRIBUTES | TENSOR_ONLY_METHODS
+
+# Argument positions of torch functions that accept only a tensor (a Python number is a TypeError there).
+# ``None`` marks "every position from here on" (einsum's operands). A bias may be None: Kind.TENSOR allows it.
+_FIRST = (0,)
+_TENSOR_POSITIONS: Dict[str, "tuple[int, ...]"] = {
+    **{f"torch.{name}": _FIRST for name in (
+        "exp expm1 log log1p log2 log10 sigmoid tanh relu abs sqrt rsqrt neg negative sign erf erfc sin cos tan"
+        " sinh cosh asin acos atan reciprocal square floor ceil round trunc frac sum mean prod cumsum cumprod"
+        " logsumexp softmax log_softmax transpose permute reshape flatten squeeze unsqueeze t clone tril triu"
+        " flip roll narrow isnan isinf isfinite nan_to_num argmax argmin var std diagonal masked_fill"
+        " index_select gather zeros_like ones_like empty_like rand_like randn_like"
+    ).split()},
+    **{f"torch.{name}": (0, 1) for name in "matmul mm bmm mv dot inner outer kron".split()},
+    **{f"torch.nn.functional.{name}": (0, 1, 2) for name in "linear conv1d conv2d conv3d".split()},
+    "torch.nn.functional.embedding": (0, 1),
+}
+# Functions whose first argument is a sequence of tensors.
+_TENSOR_SEQUENCE_FUNCTIONS: FrozenSet[str] = frozenset({"torch.cat", "torch.concat", "torch.stack"})
 
 # Methods and attributes whose result is never a tensor.
 NON_TENSOR_METHODS: FrozenSet[str] = frozenset(
@@ -126,7 +160,13 @@ NON_TENSOR_BUILTINS: FrozenSet[str] = frozenset(
     " enumerate zip sorted reversed frozenset bytes format".split()
 )
 
-_TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# The legacy typed tensors (``torch.LongTensor``, ``torch.cuda.HalfTensor``, ...) are tensor types too.
+_TYPED_TENSORS = ("Float Double Half BFloat16 Byte Char Short Int Long Bool").split()
+_TENSOR_ANNOTATIONS = frozenset(
+    {"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+    | {f"torch.{kind}Tensor" for kind in _TYPED_TENSORS}
+    | {f"torch.cuda.{kind}Tensor" for kind in _TYPED_TENSORS}
+)
 _NON_TENSOR_ANNOTATIONS = frozenset(
     {"int", "float", "bool", "str", "bytes", "complex", "list", "tuple", "dict", "set", "List", "Tuple",
      "Dict", "Set", "Sequence", "typing.List", "typing.Tuple", "typing.Dict", "typing.Sequence",
@@ -220,6 +260,20 @@ class TensorInference:
         self._in_progress: Set[str] = set()
         self._forward_inference: Optional[TensorInference] = None
         self._budget = budget if budget is not None else _Budget()
+        self._evidence: Optional[_Evidence] = None
+        self._narrowed: Optional[Dict[int, Kind]] = None
+
+    @property
+    def evidence(self) -> "_Evidence":
+        """Which names the body uses as tensors (tensor-only methods, tensor positions of torch functions)."""
+        if self._evidence is None:
+            self._evidence = _Evidence(self)
+        return self._evidence
+
+    def _narrowed_kind(self, node: cst.Name) -> Optional[Kind]:
+        if self._narrowed is None:
+            self._narrowed = narrowings(self)
+        return self._narrowed.get(id(node))
 
     # -- public --------------------------------------------------------------------------------
     def kind(self, node: cst.BaseExpression) -> Kind:
@@ -292,7 +346,10 @@ class TensorInference:
         if _is_literal(node):
             return Kind.NOT_TENSOR
         if isinstance(node, cst.Name):
-            return Kind.NONE if node.value == "None" else self._name_kind(node.value)
+            if node.value == "None":
+                return Kind.NONE
+            narrowed = self._narrowed_kind(node)
+            return narrowed if narrowed is not None else self._name_kind(node.value)
         if isinstance(node, (cst.Tuple, cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
                              cst.GeneratorExp, cst.Lambda)):
             return Kind.NOT_TENSOR
@@ -357,7 +414,7 @@ class TensorInference:
                 return self._torch_call_kind(dotted, node)
             if method in NON_TENSOR_METHODS:
                 return Kind.NOT_TENSOR
-            if method in TENSOR_ONLY_METHODS:
+            if method in TENSOR_ONLY_METHODS or (method in SIZED_TENSOR_ONLY_METHODS and node.args):
                 return Kind.TENSOR
             if method in TENSOR_METHODS:
                 receiver = self._kind(func.value)
@@ -438,7 +495,11 @@ class TensorInference:
             kinds: List[Optional[Kind]] = []
             bindings = self.facts.bindings.get(name, [])
             if name in self.params:
-                kinds.append(self._param_kind(self.params[name], rebound=bool(bindings)))
+                overwritten, survivor = self._first_statement_rebinds(name) if bindings else (False, None)
+                if not overwritten:
+                    kinds.append(self._param_kind(self.params[name], rebound=bool(bindings)))
+                elif survivor is not None:
+                    kinds.append(survivor)
             for binding in bindings:
                 kinds.append(self._binding_kind(binding))
         finally:
@@ -450,9 +511,48 @@ class TensorInference:
             return None
         else:
             result = join(known)
+        if result is Kind.UNKNOWN and self._single_local_used_as_tensor(name, bindings):
+            result = Kind.TENSOR
         if cuts == self._budget.cuts:  # an answer the budget cut short may be known on another path: not kept
             self._names[name] = result  # known answers are final: each name is evaluated once
         return result
+
+    def _first_statement_rebinds(self, name: str) -> "tuple[bool, Optional[Kind]]":
+        """Whether the first statement of the body to mention parameter ``name`` rebinds it, so that the
+        caller's value is seen nowhere after it; and what of that value can survive it.
+
+        ``x = x if isinstance(x, torch.Tensor) else torch.tensor(x)`` leaves nothing of it;
+        ``if not torch.is_tensor(x): x = torch.tensor(x)`` leaves it only where it was a tensor.
+        """
+        function = self.method.node
+        body = function.body if function is not None else None
+        if not isinstance(body, cst.IndentedBlock):
+            return False, None
+        first = next((statement for statement in body.body if _mentions(statement, name)), None)
+        if first is None:
+            return False, None
+        if _rebinds_plainly(first, name):
+            return True, None
+        if isinstance(first, cst.If) and first.orelse is None and isinstance(first.body, cst.IndentedBlock):
+            statements = first.body.body
+            survivor = _test_narrowings(first.test, self)[1].get(name)
+            if survivor is not None and statements and _rebinds_plainly(statements[-1], name):
+                return True, survivor
+        return False, None
+
+    def _single_local_used_as_tensor(self, name: str, bindings: List[Binding]) -> bool:
+        """A local bound once (every use reads that one value) and used as a tensor."""
+        if name in self.params or len(bindings) != 1 or bindings[0].value is None:
+            return False
+        return name in self.evidence.anywhere and name not in self.evidence.type_tested
+
+    def _used_as_tensor(self, name: str, rebound: bool) -> bool:
+        """The caller's value of parameter ``name`` is used as a tensor: before any rebinding, or anywhere
+        when nothing rebinds it."""
+        evidence = self.evidence
+        if name in evidence.type_tested:
+            return False
+        return name in evidence.before_binding or (not rebound and name in self.facts.tensor_uses)
 
     def _param_kind(self, param: Param, rebound: bool) -> Kind:
         signature = self.method.signature
@@ -462,6 +562,8 @@ class TensorInference:
         if param.name == self.method.ctx_name:
             return Kind.NOT_TENSOR
         declared = annotation_kind(param.annotation, self.imports)
+        if declared is Kind.NOT_TENSOR and self._used_as_tensor(param.name, rebound):
+            return Kind.UNKNOWN  # ``threshold: float`` given to torch.sigmoid: the use outweighs the annotation
         if declared is not Kind.UNKNOWN:
             return declared
         if self.role in ("backward", "vjp", "jvp") and param in signature.positional:
@@ -471,7 +573,7 @@ class TensorInference:
             if len(positional) > 2 and param is positional[2]:
                 return self._forward_output_kind()
             return Kind.UNKNOWN
-        if not rebound and param.name in self.facts.tensor_uses:
+        if self._used_as_tensor(param.name, rebound):
             return Kind.TENSOR
         if param.default is not None and _is_literal(param.default):
             return Kind.NOT_TENSOR  # ``scale=1.0``, ``inplace=False``
@@ -562,3 +664,280 @@ class TensorInference:
         if any(len(shape) != len(shapes[0]) for shape in shapes):
             return None
         return [join([shape[i] for shape in shapes]) for i in range(len(shapes[0]))]
+
+
+# -- evidence in evaluation order, and narrowing by tests -----------------------------------------
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_EVIDENCE_CTX_METHODS = frozenset({"save_for_backward", "save_for_forward", "mark_dirty"})
+
+
+class _Evidence:
+    """Names used as tensors in one body: anywhere, and before the body first binds them.
+
+    The body is read in evaluation order (an assignment's value before its targets), so in
+    ``if not w.is_contiguous(): w = w.contiguous()`` both uses of ``w`` come before its binding: they
+    are uses of what the caller passed. Comprehensions are not entered (their names are their own).
+    """
+
+    def __init__(self, inference: "TensorInference") -> None:
+        self.anywhere: Set[str] = set()
+        self.before_binding: Set[str] = set()
+        # Names whose type the body tests (``isinstance(b, torch.Tensor)``): the body expects more than one
+        # kind, so a tensor use on one path proves nothing of another.
+        self.type_tested: Set[str] = set()
+        self._bound: Set[str] = set()
+        self._inference = inference
+        node = inference.method.node
+        if node is not None:
+            self._walk(node.body)
+
+    def _walk(self, root: cst.CSTNode) -> None:
+        stack: List["cst.CSTNode | str"] = [root]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                self._bound.add(item)  # a binding, reached once its value has been evaluated
+                continue
+            first, then = self._order(item)
+            stack.extend(reversed(then))
+            stack.extend(reversed(first))
+
+    def _order(self, node: cst.CSTNode) -> "tuple[List[cst.CSTNode | str], List[cst.CSTNode | str]]":
+        """What ``node`` evaluates (in order), then what it does afterwards; bindings are names."""
+        if isinstance(node, _COMPREHENSIONS):
+            return [], []
+        if isinstance(node, _NESTED_SCOPES):
+            return [], ([node.name.value] if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else [])
+        if isinstance(node, cst.Assign):
+            return [node.value], [name for target in node.targets for name in _target_names(target.target)]
+        if isinstance(node, cst.AnnAssign):
+            return ([node.value], _target_names(node.target)) if node.value is not None else ([], [])
+        if isinstance(node, cst.NamedExpr):
+            return [node.value], _target_names(node.target)
+        if isinstance(node, cst.For):
+            after: List["cst.CSTNode | str"] = list(_target_names(node.target))
+            return [node.iter], after + [node.body] + ([node.orelse] if node.orelse is not None else [])
+        if isinstance(node, cst.WithItem):
+            return [node.item], _target_names(node.asname.name) if node.asname is not None else []
+        if isinstance(node, cst.ExceptHandler):
+            names = _target_names(node.name.name) if node.name is not None else []
+            return ([node.type] if node.type is not None else []), names + [node.body]
+        if isinstance(node, (cst.Del, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal, cst.MatchAs,
+                             cst.MatchStar)):
+            return [], _bound_names(node)
+        if isinstance(node, cst.Call):
+            self._call(node)
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES:
+                self._use(node.value.value)
+        return list(children(node)), []
+
+    def _use(self, name: str) -> None:
+        self.anywhere.add(name)
+        if name not in self._bound:
+            self.before_binding.add(name)
+
+    def _call(self, node: cst.Call) -> None:
+        func = node.func
+        if any(arg.star for arg in node.args):
+            return
+        tested = _type_test_subject(node, self._inference)
+        if tested is not None:
+            self.type_tested.add(tested)
+        positional = [arg.value for arg in node.args if arg.keyword is None]
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            receiver, method = func.value.value, func.attr.value
+            if receiver == self._inference.method.ctx_name:
+                if method in _EVIDENCE_CTX_METHODS:
+                    for value in positional:
+                        if isinstance(value, cst.Name):
+                            self._use(value.value)
+                return
+            if method in TENSOR_EVIDENCE_METHODS or (method in SIZED_TENSOR_ONLY_METHODS and positional):
+                self._use(receiver)
+        dotted = _resolved(func, self._inference.imports)
+        if dotted is None:
+            return
+        positions = _TENSOR_POSITIONS.get(dotted, ())
+        for index in positions:
+            argument = positional[index] if index < len(positional) else None
+            if isinstance(argument, cst.Name):
+                self._use(argument.value)
+        if dotted in _TENSOR_SEQUENCE_FUNCTIONS and positional and isinstance(positional[0], (cst.Tuple, cst.List)):
+            for element in positional[0].elements:
+                if isinstance(element, cst.Element) and isinstance(element.value, cst.Name):
+                    self._use(element.value.value)
+
+
+def _type_test_subject(call: cst.Call, inference: "TensorInference") -> Optional[str]:
+    """The name ``isinstance(name, ...)``, ``torch.is_tensor(name)`` or ``type(name)`` asks the type of."""
+    subject = call.args[0].value if call.args else None
+    if not isinstance(subject, cst.Name):
+        return None
+    func = call.func
+    resolved = _resolved(func, inference.imports)
+    builtin = (
+        isinstance(func, cst.Name) and func.value in ("isinstance", "type") and resolved == func.value
+        and not inference._bound_here(func.value)
+    )
+    if builtin or resolved == "torch.is_tensor":
+        return subject.value
+    return None
+
+
+def _target_names(target: cst.BaseExpression) -> List["cst.CSTNode | str"]:
+    """The names an assignment target binds (a subscript or attribute target binds none)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _bound_names(node: cst.CSTNode) -> List["cst.CSTNode | str"]:
+    if isinstance(node, cst.Del):
+        return _target_names(node.target)
+    if isinstance(node, (cst.Import, cst.ImportFrom)) and isinstance(node.names, (list, tuple)):
+        names: List["cst.CSTNode | str"] = []
+        for alias in node.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name):
+                names.append(bound.value)
+            elif isinstance(bound, cst.Attribute):
+                dotted = cst_dotted(bound)
+                names.append((dotted or "").split(".")[0])
+        return names
+    if isinstance(node, (cst.Global, cst.Nonlocal)):
+        return [item.name.value for item in node.names]
+    if isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
+        return [node.name.value]
+    return []
+
+
+def _binds_in(root: cst.CSTNode, name: str) -> bool:
+    """Whether anything below ``root`` (in its scope) may bind ``name``: an assignment, ``+=``, a loop or
+    comprehension variable, ``with ... as``, ``del``, an import, a definition."""
+    for node in walk_scope(root):
+        targets: List[cst.CSTNode] = []
+        if isinstance(node, cst.Assign):
+            targets = [target.target for target in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.Del)):
+            targets = [node.target]
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            targets = [node.asname.name]
+        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+            targets = [node.name.name]
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            targets = [node.name]
+        elif name in _bound_names(node):
+            return True
+        for target in targets:
+            if isinstance(target, cst.BaseExpression) and name in _target_names(target):
+                return True
+    return False
+
+
+Narrowing = Dict[str, Kind]
+
+
+def _test_narrowings(test: cst.BaseExpression, inference: "TensorInference") -> "tuple[Narrowing, Narrowing]":
+    """What a test proves of plain names: (where it holds, where it fails)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        negated_holds, negated_fails = _test_narrowings(test.expression, inference)
+        return negated_fails, negated_holds
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _test_narrowings(test.left, inference), _test_narrowings(test.right, inference)
+        if isinstance(test.operator, cst.And):
+            return {**left[0], **right[0]}, {}
+        return {}, {**left[1], **right[1]}
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+        target = test.comparisons[0]
+        if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            if isinstance(target.operator, cst.Is):
+                return {test.left.value: Kind.NONE}, {}
+            if isinstance(target.operator, cst.IsNot):
+                return {}, {test.left.value: Kind.NONE}
+        return {}, {}
+    if not isinstance(test, cst.Call) or any(arg.star or arg.keyword is not None for arg in test.args):
+        return {}, {}
+    args = [arg.value for arg in test.args]
+    if not args or not isinstance(args[0], cst.Name):
+        return {}, {}
+    name = args[0].value
+    if _resolved(test.func, inference.imports) == "torch.is_tensor" and len(args) == 1:
+        return {name: Kind.TENSOR}, {name: Kind.NOT_TENSOR}
+    is_builtin = isinstance(test.func, cst.Name) and test.func.value == "isinstance"
+    if not is_builtin or len(args) != 2 or inference.imports.resolve_name("isinstance") is not None:
+        return {}, {}
+    if inference._bound_here("isinstance"):
+        return {}, {}
+    types = [element.value for element in args[1].elements] if isinstance(args[1], cst.Tuple) else [args[1]]
+    exact = ["torch.Tensor" == (_resolved(kind, inference.imports) or "") for kind in types]
+    declared = [annotation_kind(kind, inference.imports) for kind in types]
+    holds: Narrowing = {}
+    fails: Narrowing = {}
+    if all(kind is Kind.NOT_TENSOR for kind in declared):
+        holds[name] = Kind.NOT_TENSOR
+    elif all(kind is Kind.TENSOR for kind in declared):
+        holds[name] = Kind.TENSOR
+    if any(exact):
+        fails[name] = Kind.NOT_TENSOR  # not a tensor, of any subclass
+    return holds, fails
+
+
+def _narrow(branch: cst.CSTNode, narrowing: Narrowing, into: Dict[int, Kind]) -> None:
+    """Record the narrowed kind of each use of a narrowed name in ``branch``, unless the branch rebinds it."""
+    for name, kind in narrowing.items():
+        if _binds_in(branch, name):
+            continue
+        for node in [branch, *walk_scope(branch)]:
+            if isinstance(node, cst.Name) and node.value == name:
+                into[id(node)] = kind  # walked outside in: an inner test overrides an outer one
+
+
+def narrowings(inference: "TensorInference") -> Dict[int, Kind]:
+    """The kind of each name use that an enclosing ``if`` test (or conditional expression) decides."""
+    found: Dict[int, Kind] = {}
+    function = inference.method.node
+    if function is None:
+        return found
+    for node in walk_scope(function.body):
+        if isinstance(node, (cst.If, cst.IfExp)):
+            holds, fails = _test_narrowings(node.test, inference)
+            if holds:
+                _narrow(node.body, holds, found)
+            if fails and node.orelse is not None:
+                _narrow(node.orelse, fails, found)
+    return found
+
+
+def _mentions(statement: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` is read or bound in ``statement`` (attribute names and keywords are not names)."""
+    skipped: Set[int] = set()
+    for node in walk_scope(statement):
+        if isinstance(node, cst.Attribute):
+            skipped.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            skipped.add(id(node.keyword))
+        elif isinstance(node, cst.Name) and node.value == name and id(node) not in skipped:
+            return True
+    return False
+
+
+def _rebinds_plainly(statement: cst.CSTNode, name: str) -> bool:
+    """``name = value`` alone on its line."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    if isinstance(small, cst.Assign):
+        return len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) and (
+            small.targets[0].target.value == name
+        )
+    return (
+        isinstance(small, cst.AnnAssign) and small.value is not None
+        and isinstance(small.target, cst.Name) and small.target.value == name
+    )

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence
 
+import ast
+
 import libcst as cst
 
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, CtxStore, Method
 from ..engine.tensors import Kind, TensorInference
-from ..engine.walk import short_code
+from ..engine.walk import cst_dotted, short_code, walk_scope
 from ..fixes import Edit, Fix, locator
 from .base import Finding, Rule
 
@@ -72,7 +74,7 @@ class TensorOnCtxRule(Rule):
         inference = analysis.inference(method)
         for store in method.facts.ctx_stores:
             described = self._describe(store, inference)
-            if described is not None:
+            if described is not None and not _callers_pass_numbers(store, model, inference, analysis):
                 value, origin = described
                 yield self.report(
                     method, store.node, method=method.qualname, value=value, attribute=store.attribute,
@@ -126,7 +128,9 @@ class TensorOnCtxRule(Rule):
                 return None
             values = [element.value for element in store.value.elements]
         tensors = [value for value in values if inference.kind(value) is Kind.TENSOR]
-        if not tensors:
+        if not tensors or all(_also_saved(value, inference) for value in tensors):
+            return None
+        if _output_buffer(store, inference):
             return None
         origins = {inference.origin(value) for value in tensors}
         origin = "other"
@@ -138,6 +142,89 @@ class TensorOnCtxRule(Rule):
         if len(tensors) > 1:
             label = f"{label} (and {len(tensors) - 1} more)"
         return label, origin
+
+
+def _also_saved(value: cst.BaseExpression, inference: TensorInference) -> bool:
+    """A name (bound at most once) that forward also passes to save_for_backward: the ctx copy is a
+    duplicate, and backward can read the checked one."""
+    if not isinstance(value, cst.Name) or len(inference.facts.bindings.get(value.value, [])) > 1:
+        return False
+    return any(
+        isinstance(arg.value, cst.Name) and arg.value.value == value.value and not arg.star
+        for call in inference.facts.ctx_calls.get("save_for_backward", [])
+        for arg in call.args
+    )
+
+
+# Allocations whose contents are undefined: a buffer for backward to write into, not data it reads.
+_UNINITIALISED = frozenset({"torch.empty", "torch.empty_like", "torch.empty_strided"})
+# Methods that overwrite every element whatever it held.
+_OVERWRITING_METHODS = frozenset({"copy_", "zero_", "fill_"})
+
+
+def _output_buffer(store: CtxStore, inference: TensorInference) -> bool:
+    """A tensor kept on ctx only to be written: allocated uninitialised by the store itself and not
+    touched again by forward, or one that backward only overwrites (``out=``, ``copy_``, ``[...] =``)."""
+    value = store.value
+    if len(inference.facts.ctx_reads.get(store.attribute, [])) != 1:
+        return False  # forward reads it back (fills it, or keeps using it): saved data
+    if isinstance(value, cst.Call):
+        func = value.func
+        dotted = inference.imports.resolve_dotted(cst_dotted(func) or "")
+        if dotted in _UNINITIALISED or (isinstance(func, cst.Attribute) and func.attr.value == "new_empty"):
+            return True
+    backward = inference.model.method("backward")
+    if backward is None or backward.node is None or backward.ctx_name is None or backward.facts.ctx_escapes:
+        return False
+    reads = backward.facts.ctx_reads.get(store.attribute, [])
+    written = _written_ctx_attributes(backward.node, backward.ctx_name)
+    return bool(reads) and all(id(read) in written for read in reads)
+
+
+def _written_ctx_attributes(function: cst.FunctionDef, ctx: str) -> "set[int]":
+    """The ``ctx.<name>`` nodes of ``function`` that stand where a tensor is only written."""
+    def is_ctx_attribute(node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == ctx
+
+    written: "set[int]" = set()
+    for node in walk_scope(function.body):
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _OVERWRITING_METHODS:
+                if is_ctx_attribute(func.value):
+                    written.add(id(func.value))
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value == "out" and is_ctx_attribute(arg.value):
+                    written.add(id(arg.value))
+        elif isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Subscript) and is_ctx_attribute(target.target.value):
+                    written.add(id(target.target.value))
+    return written
+
+
+def _callers_pass_numbers(
+    store: CtxStore, model: ClassModel, inference: TensorInference, analysis: Analysis
+) -> bool:
+    """An input stored as itself that every ``apply`` call of the module gives a number: its tensor
+    annotation is not to be trusted."""
+    value = store.value
+    inputs = model.forward_inputs()
+    if inference.role != "forward" or not isinstance(value, cst.Name) or inputs is None:
+        return False
+    if value.value not in inputs.names or inference.name_origin(value.value) != "input":
+        return False
+    index = inputs.names.index(value.value)
+    calls = analysis.apply_calls(model.name)
+    return bool(calls) and all(
+        call.positional is not None and index < call.positional and _is_number(call.args[index]) for call in calls
+    )
+
+
+def _is_number(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
 
 
 def _quote(node: cst.BaseExpression) -> str:

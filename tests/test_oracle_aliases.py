@@ -37,6 +37,7 @@ AGF109_WRITING = {
     "NegateIntoFirst": (),
     "RotateHalfHelper": (),
     "ShiftHelperInplace": (),
+    "NormalizeRowsHelper": (),
 }
 AGF109_NOT_WRITING = {
     "ShiftHelperCopy": (),
@@ -45,6 +46,8 @@ AGF109_NOT_WRITING = {
     "ShiftContiguous": (),
     "ZeroMaskedCopy": (),
     "ScaleClonedView": (),
+    "AddNoResidual": (),
+    "ScaleByModeCopy": (),
 }
 
 

@@ -280,10 +280,16 @@ def method_writes(method: Method, analysis: Analysis) -> List[Write]:
 # --- one level of helpers: module functions writing into a parameter ------------------------------------
 
 
+# A condition on a helper's parameter: (parameter, TRUTH or IS_NONE, the value it must have for a node to run).
+# A test on parameters that is neither ``p``, ``not p``, ``p is None`` nor ``p is not None`` is UNKNOWN.
+_Guard = Tuple[str, str, bool]
+TRUTH, IS_NONE, UNKNOWN = "truth", "is None", "unknown"
+
+
 @dataclass(frozen=True)
 class _HelperWrite:
     param: str
-    guards: Tuple[Tuple[str, bool], ...]  # (flag parameter, the truth it must have for the write to happen)
+    guards: Tuple[_Guard, ...]  # every one must hold at the call for the write to happen
 
 
 class _HelperFunction:
@@ -295,7 +301,6 @@ class _HelperFunction:
             param.name.value: param.default
             for param in list(signature.posonly_params) + list(signature.params) + list(signature.kwonly_params)
         }
-        self.variadic = isinstance(signature.star_arg, cst.Param) or signature.star_kwarg is not None
         scope = _Scope(collect_facts(node, None), self.positional + sorted(self.keyword_only))
         guards = _flag_guards(node, set(self.defaults))
         self.writes = [
@@ -322,25 +327,33 @@ class _HelperFunction:
             known, argument = self.argument(call, write.param)
             if not known or argument is None:
                 continue
-            if all(self._flag_is(call, flag, wanted) for flag, wanted in write.guards):
+            if all(self._holds(call, guard) for guard in write.guards):
                 yield argument
 
-    def _flag_is(self, call: cst.Call, flag: str, wanted: bool) -> bool:
-        known, value = self.argument(call, flag)
-        if not known:
+    def _holds(self, call: cst.Call, guard: _Guard) -> bool:
+        """Whether ``guard`` certainly holds for ``call``; False when unsure."""
+        param, test, wanted = guard
+        known, value = self.argument(call, param)
+        if not known or test == UNKNOWN:
             return False
-        truth = _truth(value if value is not None else self.defaults.get(flag))
-        return truth is wanted
+        value = value if value is not None else self.defaults.get(param)
+        if test == IS_NONE:
+            if isinstance(value, cst.Name) and value.value == "None":
+                return wanted
+            is_constant = isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)) or _truth(value) is not None
+            return is_constant and not wanted
+        return _truth(value) is wanted
 
 
-def _flag_guards(function: cst.FunctionDef, params: Set[str]) -> Dict[int, Tuple[Tuple[str, bool], ...]]:
-    """For each node of ``function`` under a flag test (``if inplace:``): the flags that must hold for it to run.
+def _flag_guards(function: cst.FunctionDef, params: Set[str]) -> Dict[int, Tuple[_Guard, ...]]:
+    """For each node of ``function`` under a test on its parameters (``if inplace:``): what must hold for it
+    to run. Tests that mention no parameter are not conditions (as in a contract method, either branch may run).
 
     ``if not flag: return ...`` also guards every node the walk meets after it with ``flag``: a conservative
     reading, since such a node may sit in another branch (the guard then only makes the helper quieter).
     """
-    guards: Dict[int, Tuple[Tuple[str, bool], ...]] = {}
-    exits: List[Tuple[str, bool]] = []  # flags set by the early exits met so far
+    guards: Dict[int, Tuple[_Guard, ...]] = {}
+    exits: List[_Guard] = []  # what the early exits met so far leave holding
     inside_exit: Set[int] = set()
     for node in walk_scope(function.body):
         if exits and id(node) not in inside_exit:
@@ -350,24 +363,41 @@ def _flag_guards(function: cst.FunctionDef, params: Set[str]) -> Dict[int, Tuple
         flag = _flag_test(node.test, params)
         if flag is None:
             continue
-        branches: List[Tuple[cst.CSTNode, Tuple[str, bool]]] = [(node.body, flag)]
+        branches: List[Tuple[cst.CSTNode, _Guard]] = [(node.body, flag)]
         if node.orelse is not None:
-            branches.append((node.orelse, (flag[0], not flag[1])))
+            branches.append((node.orelse, _negated(flag)))
         for branch, holds in branches:
             for inner in walk_scope(branch):
                 guards[id(inner)] = guards.get(id(inner), ()) + (holds,)
         if node.orelse is None and _exits(node.body):
             inside_exit.update(id(inner) for inner in walk_scope(node.body))
-            exits.append((flag[0], not flag[1]))
+            exits.append(_negated(flag))
     return guards
 
 
-def _flag_test(test: cst.BaseExpression, params: Set[str]) -> Optional[Tuple[str, bool]]:
+def _negated(guard: _Guard) -> _Guard:
+    return guard if guard[1] == UNKNOWN else (guard[0], guard[1], not guard[2])
+
+
+def _flag_test(test: cst.BaseExpression, params: Set[str]) -> Optional[_Guard]:
+    """The condition ``test`` puts on the parameters; None when it mentions none."""
     if isinstance(test, cst.Name) and test.value in params:
-        return test.value, True
+        return test.value, TRUTH, True
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _flag_test(test.expression, params)
-        return (inner[0], not inner[1]) if inner is not None else None
+        return _negated(inner) if inner is not None else None
+    if (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value in params
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+        and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot))
+    ):
+        return test.left.value, IS_NONE, isinstance(test.comparisons[0].operator, cst.Is)
+    if any(isinstance(node, cst.Name) and node.value in params for node in walk_scope(test)):
+        return "", UNKNOWN, False
     return None
 
 
@@ -410,7 +440,7 @@ class _Helpers:
             return None
         try:  # the module was parsed by ``ast`` only: parse this one function again, as libcst
             module = cst.parse_module(ast.unparse(source))
-        except (cst.ParserSyntaxError, ValueError, RecursionError):
+        except Exception:  # noqa: BLE001 - a helper that cannot be read again is not followed
             return None
         function = module.body[0] if module.body else None
         if not isinstance(function, cst.FunctionDef):

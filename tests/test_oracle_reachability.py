@@ -265,3 +265,22 @@ def test_jvp_that_falls_off_is_fine_on_the_path_that_returns() -> None:
     got = _tangents(lambda v: module.SinCosMaybe.apply(v, True), x)
     _, expected = torch.func.jvp(lambda v: (torch.sin(v), torch.cos(v)), (x,), (torch.ones_like(x),))
     torch.testing.assert_close(tuple(got), expected)
+
+
+# --- a backward with no return at all -----------------------------------------------------------------
+
+
+def test_backward_without_return_gives_one_none() -> None:
+    """MulInto's kernel fills the buffers but nothing returns them: one None for two inputs fails; with one
+    input (DetachLike) the None is accepted; a backward ending in a helper that raises never returns."""
+    module = _fixture("agf004_reachability")
+    with pytest.raises(RuntimeError, match=f"{INCORRECT_COUNT} \\(expected 2, got 1\\)"):
+        _backward(module.MulInto.apply(_tensor(3), _tensor(3, index=1)))
+    x = _tensor(3)
+    _backward(module.DetachLike.apply(x))
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="ForwardOnly has no backward"):
+        _backward(module.ForwardOnly.apply(_tensor(3), _tensor(3, index=1)))
+    found = _codes_by_class("agf004_reachability")
+    assert "AGF004" in found["MulInto"]
+    assert "AGF004" not in found["ForwardOnly"] | found["DetachLike"]

@@ -56,9 +56,37 @@ def counted_returns(method: Method, inference: TensorInference) -> List[CountedR
     counter = _Counter(inference)
     results = [CountedReturn(ret, _returned_slots(method, ret, counter)) for ret in facts.returns]
     body = method.node.body
-    if isinstance(body, cst.IndentedBlock) and can_fall_off(body.body):
+    if isinstance(body, cst.IndentedBlock) and (
+        can_fall_off(body.body)
+        or (method.name in GRADIENT_RETURNING and not facts.returns and _ends_in_returning_call(body.body))
+    ):
         results.append(CountedReturn(method.node, [(_NONE,)]))
     return results
+
+
+# Words in the name of a call that may be meant never to return (it raises or exits).
+_NEVER_RETURNING_WORDS = ("raise", "error", "fail", "exit", "abort", "throw", "unsupported", "implemented", "skip")
+
+
+def _ends_in_returning_call(statements: Sequence[cst.BaseStatement]) -> bool:
+    """A body with no ``return`` that ends in a call of a method or module function, ``ext.backward(g, out)``:
+    that call returns (unless its name says it raises), and so does the body, with None.
+
+    A bare name (``helper(g)``) may be a local helper that always raises: not counted.
+    """
+    last = statements[-1] if statements else None
+    if isinstance(last, cst.With) and isinstance(last.body, cst.IndentedBlock):
+        return _ends_in_returning_call(last.body.body)
+    if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+        return False
+    final = last.body[-1]
+    if not isinstance(final, cst.Expr) or not isinstance(final.value, cst.Call):
+        return False
+    func = final.value.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    name = func.attr.value.lower()
+    return not any(word in name for word in _NEVER_RETURNING_WORDS)
 
 
 def _returned_slots(method: Method, ret: cst.Return, counter: "_Counter") -> Optional[List[Slot]]:

@@ -365,7 +365,8 @@ def test_agf003_saves_every_fixable_tensor_of_a_forward_in_one_call() -> None:
     text, count, remaining, _ = fix_text(commented, "example.py", EVERYTHING)
     assert text.count("save_for_backward") == 1 and "ctx.a = a  # for backward" in text
     assert "ctx.save_for_backward(a, b, out)" in text  # ``also_a`` holds ``a`` too
-    assert [finding.code for finding in remaining].count("AGF003") == 1
+    # The store left behind now copies a saved tensor: a duplicate, which AGF003 leaves alone.
+    assert [finding.code for finding in remaining].count("AGF003") == 0
 
 
 def test_apply_fixes_counts_a_shared_fix_once_per_finding_and_skips_overlaps() -> None:

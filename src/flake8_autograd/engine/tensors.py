@@ -671,6 +671,14 @@ class TensorInference:
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _EVIDENCE_CTX_METHODS = frozenset({"save_for_backward", "save_for_forward", "mark_dirty"})
+# The node classes whose evaluation order is not simply their children's: every other node is looked up
+# by its exact type, since an isinstance chain against libcst's classes is slow (ABC checks).
+_ORDERED_KINDS = frozenset(
+    _COMPREHENSIONS
+    + _NESTED_SCOPES
+    + (cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.ExceptHandler, cst.Del, cst.Import,
+       cst.ImportFrom, cst.Global, cst.Nonlocal, cst.MatchAs, cst.MatchStar)
+)
 
 
 class _Evidence:
@@ -706,6 +714,14 @@ class _Evidence:
 
     def _order(self, node: cst.CSTNode) -> "tuple[List[cst.CSTNode | str], List[cst.CSTNode | str]]":
         """What ``node`` evaluates (in order), then what it does afterwards; bindings are names."""
+        kind = type(node)
+        if kind not in _ORDERED_KINDS:
+            if kind is cst.Call:
+                self._call(node)  # type: ignore[arg-type]
+            elif kind is cst.Attribute and type(node.value) is cst.Name:  # type: ignore[attr-defined]
+                if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES:  # type: ignore[attr-defined]
+                    self._use(node.value.value)  # type: ignore[attr-defined]
+            return list(children(node)), []
         if isinstance(node, _COMPREHENSIONS):
             return [], []
         if isinstance(node, _NESTED_SCOPES):
@@ -727,11 +743,6 @@ class _Evidence:
         if isinstance(node, (cst.Del, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal, cst.MatchAs,
                              cst.MatchStar)):
             return [], _bound_names(node)
-        if isinstance(node, cst.Call):
-            self._call(node)
-        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-            if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES:
-                self._use(node.value.value)
         return list(children(node)), []
 
     def _use(self, name: str) -> None:

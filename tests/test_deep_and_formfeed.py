@@ -415,3 +415,21 @@ def test_a_fix_on_a_line_with_a_form_feed_lands_at_the_file_columns() -> None:
     fixed, count, _, _ = fix_text(source, "example.py", CheckOptions())
     assert count == 1
     assert "    def forward(ctx, x):\n\x0c        ctx.save_for_backward(x)\n" in fixed
+
+
+# -- a helper of the module read again for its writes -------------------------------------------------
+def test_a_helper_too_deep_for_libcst_is_not_followed_and_nothing_crashes(tmp_path: Path) -> None:
+    """A module function that forward calls is parsed again to see what it writes; a long ``or`` chain in
+    it (flat for ast, one level per operand for libcst) overflowed libcst's parser and killed the run."""
+    chain = " or ".join(f"a{index}" for index in range(9000))
+    (tmp_path / "deep_helper.py").write_text(
+        "import torch\n\n\n"
+        f"def helper(x):\n    y = {chain}\n    x.add_(1)\n    return x\n\n\n"
+        "class Bump(torch.autograd.Function):\n"
+        "    def forward(ctx, x):\n        helper(x)\n        return x\n\n"
+        "    @staticmethod\n    def backward(ctx, grad):\n        return grad\n"
+    )
+    result = subprocess.run([COMMAND, "--preview", "deep_helper.py"], cwd=tmp_path, capture_output=True, timeout=300)
+    run = Run(result)
+    run.assert_clean()
+    assert "deep_helper.py:11:5: AGF001" in result.stdout.decode()  # the class itself is still checked

@@ -23,6 +23,7 @@ import libcst as cst
 from .analysis import Analysis, _top_level_names as top_level_names  # one reading of what a statement binds
 from .model import BodyFacts, Method, collect_facts
 from .names import ImportTable
+from .source import syntax_depth_exceeds
 from .walk import cst_dotted, short_code, walk_scope
 
 # Methods whose result always shares the receiver's memory.
@@ -302,11 +303,9 @@ class _HelperFunction:
             for param in list(signature.posonly_params) + list(signature.params) + list(signature.kwonly_params)
         }
         scope = _Scope(collect_facts(node, None), self.positional + sorted(self.keyword_only))
-        guards = _flag_guards(node, set(self.defaults))
-        self.writes = [
-            _HelperWrite(write.root, guards.get(id(write.node), ()))
-            for write in scope.writes(imports, None)
-        ]
+        writes = list(scope.writes(imports, None))
+        guards = _FlagGuards(node, set(self.defaults)) if writes else None
+        self.writes = [_HelperWrite(write.root, guards.of(write.node) if guards else ()) for write in writes]
 
     def argument(self, call: cst.Call, param: str) -> Tuple[bool, Optional[cst.BaseExpression]]:
         """(known, the expression ``call`` binds to ``param``, None for its default)."""
@@ -345,34 +344,41 @@ class _HelperFunction:
         return _truth(value) is wanted
 
 
-def _flag_guards(function: cst.FunctionDef, params: Set[str]) -> Dict[int, Tuple[_Guard, ...]]:
+class _FlagGuards:
     """For each node of ``function`` under a test on its parameters (``if inplace:``): what must hold for it
     to run. Tests that mention no parameter are not conditions (as in a contract method, either branch may run).
 
     ``if not flag: return ...`` also guards every node the walk meets after it with ``flag``: a conservative
     reading, since such a node may sit in another branch (the guard then only makes the helper quieter).
+    A node keeps how many early exits came before it, not a copy of them: linear in the body's size.
     """
-    guards: Dict[int, Tuple[_Guard, ...]] = {}
-    exits: List[_Guard] = []  # what the early exits met so far leave holding
-    inside_exit: Set[int] = set()
-    for node in walk_scope(function.body):
-        if exits and id(node) not in inside_exit:
-            guards[id(node)] = guards.get(id(node), ()) + tuple(exits)
-        if not isinstance(node, cst.If):
-            continue
-        flag = _flag_test(node.test, params)
-        if flag is None:
-            continue
-        branches: List[Tuple[cst.CSTNode, _Guard]] = [(node.body, flag)]
-        if node.orelse is not None:
-            branches.append((node.orelse, _negated(flag)))
-        for branch, holds in branches:
-            for inner in walk_scope(branch):
-                guards[id(inner)] = guards.get(id(inner), ()) + (holds,)
-        if node.orelse is None and _exits(node.body):
-            inside_exit.update(id(inner) for inner in walk_scope(node.body))
-            exits.append(_negated(flag))
-    return guards
+
+    def __init__(self, function: cst.FunctionDef, params: Set[str]) -> None:
+        self._branches: Dict[int, Tuple[_Guard, ...]] = {}
+        self._exits_before: Dict[int, int] = {}
+        self._exits: List[_Guard] = []  # what the early exits met so far leave holding
+        inside_exit: Set[int] = set()
+        for node in walk_scope(function.body):
+            if self._exits and id(node) not in inside_exit:
+                self._exits_before[id(node)] = len(self._exits)
+            if not isinstance(node, cst.If):
+                continue
+            flag = _flag_test(node.test, params)
+            if flag is None:
+                continue
+            branches: List[Tuple[cst.CSTNode, _Guard]] = [(node.body, flag)]
+            if node.orelse is not None:
+                branches.append((node.orelse, _negated(flag)))
+            for branch, holds in branches:
+                for inner in walk_scope(branch):
+                    self._branches[id(inner)] = self._branches.get(id(inner), ()) + (holds,)
+            if node.orelse is None and _exits(node.body):
+                inside_exit.update(id(inner) for inner in walk_scope(node.body))
+                self._exits.append(_negated(flag))
+
+    def of(self, node: cst.CSTNode) -> Tuple[_Guard, ...]:
+        key = id(node)
+        return self._branches.get(key, ()) + tuple(self._exits[: self._exits_before.get(key, 0)])
 
 
 def _negated(guard: _Guard) -> _Guard:
@@ -416,18 +422,24 @@ class _Helpers:
 
     def __init__(self, tree: ast.Module, imports: ImportTable) -> None:
         self.imports = imports
-        bound: Dict[str, int] = {}
-        for statement in tree.body:
-            for name in top_level_names(statement):
-                bound[name] = bound.get(name, 0) + 1
-        self._sources = {
-            statement.name: statement
-            for statement in tree.body
-            if isinstance(statement, ast.FunctionDef) and bound[statement.name] == 1
-        }
+        self._tree = tree
+        self._sources: Optional[Dict[str, ast.FunctionDef]] = None  # read on the first call of a bare name
         self._parsed: Dict[str, Optional[_HelperFunction]] = {}
 
+    def _functions_bound_once(self) -> Dict[str, ast.FunctionDef]:
+        bound: Dict[str, int] = {}
+        for statement in self._tree.body:
+            for name in top_level_names(statement):
+                bound[name] = bound.get(name, 0) + 1
+        return {
+            statement.name: statement
+            for statement in self._tree.body
+            if isinstance(statement, ast.FunctionDef) and bound[statement.name] == 1
+        }
+
     def written_arguments(self, name: str, call: cst.Call) -> Iterator[cst.BaseExpression]:
+        if self._sources is None:
+            self._sources = self._functions_bound_once()
         if name not in self._parsed:
             self._parsed[name] = self._parse(name)
         helper = self._parsed[name]
@@ -435,8 +447,10 @@ class _Helpers:
             yield from helper.written_arguments(call)
 
     def _parse(self, name: str) -> Optional[_HelperFunction]:
-        source = self._sources.get(name)
+        source = (self._sources or {}).get(name)
         if source is None:
+            return None
+        if syntax_depth_exceeds(source):  # libcst's parser would overflow the C stack on it
             return None
         try:  # the module was parsed by ``ast`` only: parse this one function again, as libcst
             module = cst.parse_module(ast.unparse(source))

@@ -433,3 +433,17 @@ def test_a_helper_too_deep_for_libcst_is_not_followed_and_nothing_crashes(tmp_pa
     run = Run(result)
     run.assert_clean()
     assert "deep_helper.py:11:5: AGF001" in result.stdout.decode()  # the class itself is still checked
+
+
+def test_a_test_of_a_thousand_or_operands_loses_no_finding() -> None:
+    """The narrowing of ``if x is None or ...`` read each operand one level deeper: a chain of about a
+    thousand raised RecursionError, and the class lost its findings to an internal error."""
+    chain = " or ".join(["x is None"] * 990)
+    source = (
+        "import torch\n\n\nclass Keep(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x: torch.Tensor, y):\n"
+        f"        if {chain}:\n            y = 1\n"
+        "        ctx.k = x\n        return x * 2\n\n"
+        "    @staticmethod\n    def backward(ctx, grad):\n        return grad * 2, None\n"
+    )
+    assert [(finding.line, finding.code) for finding in lint(source)] == [(9, "AGF003")]

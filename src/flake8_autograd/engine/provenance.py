@@ -407,13 +407,6 @@ class Provenance:
         return list(groups.values())
 
 
-def computations(
-    node: cst.BaseExpression, method: Method, allocating: FrozenSet[str] = frozenset()
-) -> FrozenSet[Computation]:
-    """The computations in ``method`` that produce ``node``'s value (empty: none, or not followed)."""
-    return Provenance(method, allocating).producers(node)
-
-
 def _bound_values(name: str, provenance: Provenance) -> Tuple[List[cst.BaseExpression], FrozenSet[Computation]]:
     """The values to follow for a local name, and the computations it stands for directly."""
     method = provenance.method

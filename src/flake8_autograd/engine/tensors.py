@@ -855,13 +855,23 @@ def _binds_in(root: cst.CSTNode, name: str) -> bool:
 Narrowing = Dict[str, Kind]
 
 
-def _test_narrowings(test: cst.BaseExpression, inference: "TensorInference") -> "tuple[Narrowing, Narrowing]":
+# How deep a test's ``not``/``and``/``or`` nesting is read: libcst nests one level per operand, and a test
+# deeper than this proves nothing here rather than exhausting the interpreter's stack.
+MAX_TEST_DEPTH = 100
+
+
+def _test_narrowings(
+    test: cst.BaseExpression, inference: "TensorInference", depth: int = 0
+) -> "tuple[Narrowing, Narrowing]":
     """What a test proves of plain names: (where it holds, where it fails)."""
+    if depth > MAX_TEST_DEPTH:
+        return {}, {}
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        negated_holds, negated_fails = _test_narrowings(test.expression, inference)
+        negated_holds, negated_fails = _test_narrowings(test.expression, inference, depth + 1)
         return negated_fails, negated_holds
     if isinstance(test, cst.BooleanOperation):
-        left, right = _test_narrowings(test.left, inference), _test_narrowings(test.right, inference)
+        left = _test_narrowings(test.left, inference, depth + 1)
+        right = _test_narrowings(test.right, inference, depth + 1)
         if isinstance(test.operator, cst.And):
             return {**left[0], **right[0]}, {}
         return {}, {**left[1], **right[1]}

@@ -447,3 +447,53 @@ def test_a_test_of_a_thousand_or_operands_loses_no_finding() -> None:
         "    @staticmethod\n    def backward(ctx, grad):\n        return grad * 2, None\n"
     )
     assert [(finding.line, finding.code) for finding in lint(source)] == [(9, "AGF003")]
+
+
+def _function_then(tail: str) -> str:
+    return (
+        "import torch\n\n\nclass Fn(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        return x\n\n"
+        "    @staticmethod\n    def backward(ctx, grad):\n        return grad\n\n\n" + tail
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a starred empty list repeated more times than a list can hold
+        _function_then("").replace("return grad\n", "return (grad, *[] * 100000000000000000000000)\n"),
+        # a direct call on `self` of a class three thousand local bases deep
+        _function_then(
+            "class C0:\n    pass\n"
+            + "".join(f"class C{index}(C{index - 1}):\n    pass\n" for index in range(1, 3000))
+            + "class D(C2999):\n    def go(self):\n        return Fn.forward(None, self)\n"
+        ),
+        # a direct call given a parameter annotated with a thousand-term union
+        _function_then(f"def go(y: {'|'.join(['int'] * 985)}):\n    return Fn.forward(None, y)\n"),
+    ],
+    ids=["starred-huge-repeat", "deep-local-bases", "huge-union-annotation"],
+)
+def test_extreme_but_valid_shapes_raise_no_internal_error(source: str) -> None:
+    assert "AGF000" not in {finding.code for finding in lint(source, preview=True)}
+
+
+def test_integer_kind_of_a_chain_of_twice_bound_names_is_judged_once_per_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each name bound twice to the previous one: following every binding afresh doubled the work per link."""
+    from flake8_autograd.engine import counting
+
+    chain = "".join(f"        y{index} = y{index - 1}; y{index} = y{index - 1}\n" for index in range(1, 16))
+    source = (
+        "import torch\n\n\nclass Index(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x, z):\n        y0 = x.long()\n" + chain + "        return y15\n\n"
+        "    @staticmethod\n    def backward(ctx, grad):\n        return grad\n"
+    )
+    calls: List[int] = []
+    original = counting.is_integer_tensor
+
+    def counted(*args: object, **kwargs: object) -> bool:
+        calls.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(counting, "is_integer_tensor", counted)
+    assert lint(source) == []  # the only output is an integer tensor: backward never runs
+    assert len(calls) < 400

@@ -258,7 +258,7 @@ class _Counter:
                 if isinstance(times_side, cst.Integer):
                     sequence = operand_slots(sequence_side)
                     times = int(times_side.evaluated_value)
-                    if sequence is not None and 0 <= len(sequence) * times <= MAX_SLOTS:
+                    if sequence is not None and 0 <= times <= MAX_SLOTS and len(sequence) * times <= MAX_SLOTS:
                         return sequence * times
         return None
 
@@ -427,20 +427,27 @@ def _carries_no_gradient(node: cst.BaseExpression, marked: Set[str], inference: 
     return is_integer_tensor(node, inference)
 
 
-def is_integer_tensor(node: cst.BaseExpression, inference: TensorInference, depth: int = 0) -> bool:
+def is_integer_tensor(
+    node: cst.BaseExpression, inference: TensorInference, depth: int = 0, names: Optional[Dict[str, bool]] = None
+) -> bool:
     """An integer or bool tensor by construction: ``x.long()``, ``torch.argsort(x)``, ``dtype=torch.int32``,
-    or a local name every binding of which is one."""
+    or a local name every binding of which is one. Each name is judged once per question (``names``), so
+    chains of names bound several times each cost linear time."""
     if depth > MAX_DEPTH:
         return False
     if isinstance(node, cst.Name):
-        bindings = inference.facts.bindings.get(node.value)
-        if not bindings or node.value in inference.params:
-            return False
-        return all(
+        names = {} if names is None else names
+        if node.value in names:
+            return names[node.value]
+        names[node.value] = False  # while it is judged: a cycle proves nothing
+        bindings = inference.facts.bindings.get(node.value) or []
+        verdict = bool(bindings) and node.value not in inference.params and all(
             binding.value is not None and binding.index is None
-            and is_integer_tensor(binding.value, inference, depth + 1)
+            and is_integer_tensor(binding.value, inference, depth + 1, names)
             for binding in bindings
         )
+        names[node.value] = verdict
+        return verdict
     if not isinstance(node, cst.Call):
         return False
     for arg in node.args:

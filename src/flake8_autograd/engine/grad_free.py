@@ -17,9 +17,10 @@ from __future__ import annotations
 import ast
 from typing import Optional, Set
 
-from .discovery import ClassSite, Discovery
+from .discovery import MAX_LOCAL_DEPTH, ClassSite, Discovery
 from .names import ast_dotted
 from .scopes import CLASS, FUNCTION, ModuleScopes, Scope
+from .tensors import MAX_ANNOTATION_DEPTH
 
 # torch's dtypes, by the names ``torch`` exports them under.
 TORCH_DTYPES = frozenset(
@@ -75,15 +76,17 @@ class _ArgumentReader:
             parameter.annotation
         )
 
-    def _scalar(self, annotation: ast.expr) -> bool:
+    def _scalar(self, annotation: ast.expr, depth: int = 0) -> bool:
+        if depth > MAX_ANNOTATION_DEPTH:
+            return False  # too deep to read: not known to be a scalar
         if isinstance(annotation, ast.Constant) and annotation.value is None:
             return True
         if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):  # ``float | None``
-            return self._scalar(annotation.left) and self._scalar(annotation.right)
+            return self._scalar(annotation.left, depth + 1) and self._scalar(annotation.right, depth + 1)
         if isinstance(annotation, ast.Subscript) and self._resolved(annotation.value) in _OPTIONAL:
             inner = annotation.slice
             members = inner.elts if isinstance(inner, ast.Tuple) else [inner]
-            return all(self._scalar(member) for member in members)
+            return all(self._scalar(member, depth + 1) for member in members)
         return self._resolved(annotation) in _SCALAR_ANNOTATIONS
 
     def _resolved(self, node: ast.expr) -> Optional[str]:
@@ -122,7 +125,7 @@ class _ArgumentReader:
 
     def _plain_class(self, site: ClassSite, seen: Set[int]) -> bool:
         """No base of ``site``, followed through the module's own classes, can make it a tensor."""
-        if id(site) in seen or site.is_function:
+        if id(site) in seen or site.is_function or len(seen) > MAX_LOCAL_DEPTH:
             return False
         seen.add(id(site))
         for dotted in site.base_names:

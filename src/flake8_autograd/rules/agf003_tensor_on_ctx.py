@@ -10,6 +10,7 @@ import ast
 import libcst as cst
 
 from ..engine.analysis import Analysis
+from ..engine.buffers import filled_output_buffer
 from ..engine.model import ClassModel, CtxStore, Method
 from ..engine.tensors import Kind, TensorInference
 from ..engine.walk import cst_dotted, short_code, walk_scope
@@ -73,7 +74,7 @@ class TensorOnCtxRule(Rule):
             return
         inference = analysis.inference(method)
         for store in method.facts.ctx_stores:
-            described = self._describe(store, inference)
+            described = self._describe(store, inference, analysis)
             if described is not None and not _callers_pass_numbers(store, model, inference, analysis):
                 value, origin = described
                 yield self.report(
@@ -120,7 +121,9 @@ class TensorOnCtxRule(Rule):
         return Fix(tuple(edit for edit in edits if edit is not None))
 
     @staticmethod
-    def _describe(store: CtxStore, inference: TensorInference) -> Optional["tuple[str, str]"]:
+    def _describe(
+        store: CtxStore, inference: TensorInference, analysis: Analysis
+    ) -> Optional["tuple[str, str]"]:
         """(how to name the value, which harm applies) when the stored value holds a tensor."""
         values: List[cst.BaseExpression] = [store.value]
         if isinstance(store.value, (cst.Tuple, cst.List)):
@@ -130,7 +133,7 @@ class TensorOnCtxRule(Rule):
         tensors = [value for value in values if inference.kind(value) is Kind.TENSOR]
         if not tensors or all(_also_saved(value, inference) for value in tensors):
             return None
-        if _output_buffer(store, inference):
+        if _output_buffer(store, inference, analysis):
             return None
         origins = {inference.origin(value) for value in tensors}
         origin = "other"
@@ -162,9 +165,11 @@ _UNINITIALISED = frozenset({"torch.empty", "torch.empty_like", "torch.empty_stri
 _OVERWRITING_METHODS = frozenset({"copy_", "zero_", "fill_"})
 
 
-def _output_buffer(store: CtxStore, inference: TensorInference) -> bool:
+def _output_buffer(store: CtxStore, inference: TensorInference, analysis: Analysis) -> bool:
     """A tensor kept on ctx only to be written: allocated uninitialised by the store itself and not
-    touched again by forward, or one that backward only overwrites (``out=``, ``copy_``, ``[...] =``)."""
+    touched again by forward, one that backward only overwrites (``out=``, ``copy_``, ``[...] =``), or
+    one that backward fills and returns as a gradient, with fresh memory in its place when it is absent
+    (the caller's buffer for the gradient)."""
     value = store.value
     if len(inference.facts.ctx_reads.get(store.attribute, [])) != 1:
         return False  # forward reads it back (fills it, or keeps using it): saved data
@@ -178,7 +183,9 @@ def _output_buffer(store: CtxStore, inference: TensorInference) -> bool:
         return False
     reads = backward.facts.ctx_reads.get(store.attribute, [])
     written = _written_ctx_attributes(backward.node, backward.ctx_name)
-    return bool(reads) and all(id(read) in written for read in reads)
+    if reads and all(id(read) in written for read in reads):
+        return True
+    return filled_output_buffer(backward, store.attribute, analysis)
 
 
 def _written_ctx_attributes(function: cst.FunctionDef, ctx: str) -> "set[int]":
@@ -284,7 +291,7 @@ def _fixable_stores(model: ClassModel, forward: Method, backward: Method, analys
     for store in forward.facts.ctx_stores:
         if not isinstance(store.node, cst.Attribute) or not isinstance(store.value, cst.Name):
             continue
-        if TensorOnCtxRule._describe(store, inference) is None:
+        if TensorOnCtxRule._describe(store, inference, analysis) is None:
             continue
         attribute, name = store.attribute, store.value.value
         assignment = _top_level_assignment(forward.node, store.node)

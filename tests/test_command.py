@@ -21,21 +21,22 @@ SCALE = textwrap.dedent(
 
 
     class Scale(torch.autograd.Function):
-        @staticmethod
         def forward(ctx, x: torch.Tensor, y: torch.Tensor):
-            ctx.x = x
+            ctx.save_for_backward(x, y)
             return x * y
 
         @staticmethod
         def backward(ctx, grad):
-            return grad
+            x, y = ctx.saved_tensors
+            return grad * y, grad * x
     """
 )
-SCALE_CODES = ["AGF003", "AGF004"]
+# Two default codes on two lines; no preview rule reports anything on it.
+SCALE_CODES = ["AGF001", "AGF005"]
 
 CLEAN = "import torch\n\n\ndef double(x):\n    return 2 * x\n"
 
-# A legacy Function: AGF001 and AGF002 on its forward; AGF113 (preview) for the missing backward.
+# A legacy Function: AGF001 on its forward; AGF002 and AGF113 (preview) for the self parameter and the missing backward.
 LEGACY = textwrap.dedent(
     """\
     import torch
@@ -92,11 +93,9 @@ def test_text_output_is_flake8s_and_findings_exit_1(tmp_path: Path) -> None:
     result = run("scale.py", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
-        "scale.py:7:9: AGF003 Scale.forward stores tensor 'x' as ctx.x: an input kept on ctx skips the in-place "
-        "version check, so gradients can be silently wrong; pass it to ctx.save_for_backward() and read "
-        "ctx.saved_tensors in backward",
-        "scale.py:12:9: AGF004 Scale.backward returns 1 gradient but forward takes 2 inputs (x, y); "
-        "return one per input, None where there is none",
+        "scale.py:5:5: AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def",
+        "scale.py:10:5: AGF005 Scale.backward computes gradients for x, y without checking ctx.needs_input_grad; "
+        "compute each only when ctx.needs_input_grad[i] is true and return None otherwise",
     ]
     assert result.stderr == ""
 
@@ -143,12 +142,12 @@ def test_stdin_named_by_an_excluded_path_is_skipped(tmp_path: Path) -> None:
     "options, expected",
     [
         ([], SCALE_CODES),
-        (["--select", "AGF003"], ["AGF003"]),
-        (["--ignore", "AGF003"], ["AGF004"]),
-        (["--select", "AGF", "--ignore", "AGF004"], ["AGF003"]),
-        (["--select", "AGF003", "--ignore", "AGF0"], ["AGF003"]),  # the longer prefix wins
+        (["--select", "AGF001"], ["AGF001"]),
+        (["--ignore", "AGF001"], ["AGF005"]),
+        (["--select", "AGF", "--ignore", "AGF005"], ["AGF001"]),
+        (["--select", "AGF001", "--ignore", "AGF0"], ["AGF001"]),  # the longer prefix wins
         (["--select", "AGF1"], []),
-        (["--select", "AGF003,AGF004", "--ignore", "E501 W"], SCALE_CODES),
+        (["--select", "AGF001,AGF005", "--ignore", "E501 W"], SCALE_CODES),
     ],
 )
 def test_select_and_ignore_by_prefix(tmp_path: Path, options: List[str], expected: List[str]) -> None:
@@ -172,7 +171,7 @@ def test_usage_errors_exit_2(tmp_path: Path, options: List[str]) -> None:
 
 def test_preview_rules_only_with_preview(tmp_path: Path) -> None:
     write(tmp_path, {"legacy.py": LEGACY})
-    assert codes_of(run("legacy.py", cwd=tmp_path)) == ["AGF001", "AGF002"]
+    assert codes_of(run("legacy.py", cwd=tmp_path)) == ["AGF001"]
     assert sorted(codes_of(run("--preview", "legacy.py", cwd=tmp_path))) == ["AGF001", "AGF002", "AGF113"]
 
 
@@ -206,7 +205,7 @@ def test_configuration_is_found_upward_and_options_win(tmp_path: Path) -> None:
 
                 [tool.flake8-autograd]
                 select = ["AGF"]
-                ignore = ["AGF004"]
+                ignore = ["AGF005"]
                 exclude = ["generated", "src/legacy_*.py"]
                 function-bases = ["mypkg.autograd_base.KernelFunction"]
                 preview = true
@@ -227,36 +226,36 @@ def test_configuration_is_found_upward_and_options_win(tmp_path: Path) -> None:
         ("legacy.py", 5, "AGF113"),
         ("ops.py", 5, "AGF001"),
         ("ops.py", 5, "AGF113"),
-        ("scale.py", 7, "AGF003"),
+        ("scale.py", 5, "AGF001"),
     ]
     overridden = run(
-        "--ignore", "AGF00", "--select", "AGF004", "--no-preview", "--exclude", "pkg", "--function-bases", "x.Y", "..",
+        "--ignore", "AGF00", "--select", "AGF005", "--no-preview", "--exclude", "pkg", "--function-bases", "x.Y", "..",
         cwd=inside,
     )
     # The command line replaces the file's exclude list: generated/ and legacy_ops.py are back in.
-    assert sorted(findings_of(overridden)) == [("gen.py", 12, "AGF004"), ("scale.py", 12, "AGF004")]
+    assert sorted(findings_of(overridden)) == [("gen.py", 10, "AGF005"), ("scale.py", 10, "AGF005")]
 
 
 def test_configuration_accepts_comma_separated_strings(tmp_path: Path) -> None:
     write(
         tmp_path,
-        {"pyproject.toml": '[tool.flake8-autograd]\nselect = "AGF003, AGF004"\nignore = "AGF004"\n', "s.py": SCALE},
+        {"pyproject.toml": '[tool.flake8-autograd]\nselect = "AGF001, AGF005"\nignore = "AGF005"\n', "s.py": SCALE},
     )
-    assert codes_of(run("s.py", cwd=tmp_path)) == ["AGF003"]
+    assert codes_of(run("s.py", cwd=tmp_path)) == ["AGF001"]
 
 
 def test_nearest_pyproject_with_the_table_wins(tmp_path: Path) -> None:
     write(
         tmp_path,
         {
-            "pyproject.toml": '[tool.flake8-autograd]\nignore = ["AGF003"]\n',
+            "pyproject.toml": '[tool.flake8-autograd]\nignore = ["AGF001"]\n',
             "sub/pyproject.toml": '[project]\nname = "sub"\n',  # no table: keep searching upward
-            "sub/inner/pyproject.toml": "[tool.flake8-autograd]\nignore = [\"AGF004\"]\n",
+            "sub/inner/pyproject.toml": "[tool.flake8-autograd]\nignore = [\"AGF005\"]\n",
             "sub/s.py": SCALE,
         },
     )
-    assert codes_of(run("s.py", cwd=tmp_path / "sub")) == ["AGF004"]
-    assert codes_of(run("../s.py", cwd=tmp_path / "sub" / "inner")) == ["AGF003"]
+    assert codes_of(run("s.py", cwd=tmp_path / "sub")) == ["AGF005"]
+    assert codes_of(run("../s.py", cwd=tmp_path / "sub" / "inner")) == ["AGF001"]
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from typing import List, Optional
 import pytest
 
 from conftest import ROOT, expected_findings, fixture_paths
+from flake8_autograd.rules import PREVIEW_CODES, RULES
 
 FLAKE8 = str(Path(sys.executable).parent / "flake8")
 
@@ -20,16 +21,17 @@ BUGGY = textwrap.dedent(
 
 
     class Scale(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x: torch.Tensor, y: torch.Tensor):
-            ctx.x = x{noqa}
+        def forward(ctx, x: torch.Tensor, y: torch.Tensor):{noqa}
+            ctx.save_for_backward(x, y)
             return x * y
 
         @staticmethod
         def backward(ctx, grad):
-            return grad
+            x, y = ctx.saved_tensors
+            return grad * y, grad * x
     """
 )
+# AGF001 on line 5 and AGF005 on line 10: two codes on by default, nothing from the preview rules.
 
 
 def flake8(*args: str, cwd: Path, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
@@ -48,11 +50,13 @@ def test_version_lists_the_plugin(tmp_path: Path) -> None:
     assert "flake8-autograd" in result.stdout
 
 
-def test_bundled_example_shows_every_core_code(tmp_path: Path) -> None:
-    result = flake8("--select", "AGF", str(ROOT / "examples"), cwd=tmp_path)
+def test_bundled_example_shows_every_first_code(tmp_path: Path) -> None:
+    result = flake8("--select", "AGF", "--autograd-preview", str(ROOT / "examples"), cwd=tmp_path)
     assert result.returncode == 1
     assert {"AGF001", "AGF002", "AGF003", "AGF004", "AGF005"} <= set(output_codes(result))
     assert "Traceback" not in result.stderr
+    by_default = flake8("--select", "AGF", str(ROOT / "examples"), cwd=tmp_path)
+    assert set(output_codes(by_default)) == {rule.code for rule in RULES}
 
 
 def test_select_reports_line_and_one_based_column(tmp_path: Path) -> None:
@@ -60,20 +64,18 @@ def test_select_reports_line_and_one_based_column(tmp_path: Path) -> None:
     path.write_text(BUGGY.format(noqa=""))
     result = flake8("--select", "AGF", str(path), cwd=tmp_path)
     assert result.stdout.splitlines() == [
-        f"{path}:7:9: AGF003 Scale.forward stores tensor 'x' as ctx.x: an input kept on ctx skips the in-place "
-        "version check, so gradients can be silently wrong; pass it to ctx.save_for_backward() and read "
-        "ctx.saved_tensors in backward",
-        f"{path}:12:9: AGF004 Scale.backward returns 1 gradient but forward takes 2 inputs (x, y); "
-        "return one per input, None where there is none",
+        f"{path}:5:5: AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def",
+        f"{path}:10:5: AGF005 Scale.backward computes gradients for x, y without checking ctx.needs_input_grad; "
+        "compute each only when ctx.needs_input_grad[i] is true and return None otherwise",
     ]
 
 
 @pytest.mark.parametrize(
     "noqa, expected",
     [
-        ("  # noqa: AGF003", ["AGF004"]),
-        ("  # noqa: AGF004", ["AGF003", "AGF004"]),
-        ("  # noqa", ["AGF004"]),
+        ("  # noqa: AGF001", ["AGF005"]),
+        ("  # noqa: AGF005", ["AGF001", "AGF005"]),
+        ("  # noqa", ["AGF005"]),
     ],
 )
 def test_noqa(tmp_path: Path, noqa: str, expected: List[str]) -> None:
@@ -85,26 +87,27 @@ def test_noqa(tmp_path: Path, noqa: str, expected: List[str]) -> None:
 def test_extend_ignore(tmp_path: Path) -> None:
     path = tmp_path / "scale.py"
     path.write_text(BUGGY.format(noqa=""))
-    result = flake8("--select", "AGF", "--extend-ignore", "AGF003", str(path), cwd=tmp_path)
-    assert output_codes(result) == ["AGF004"]
+    result = flake8("--select", "AGF", "--extend-ignore", "AGF001", str(path), cwd=tmp_path)
+    assert output_codes(result) == ["AGF005"]
 
 
 def test_plugin_is_on_by_default(tmp_path: Path) -> None:
     path = tmp_path / "scale.py"
     path.write_text(BUGGY.format(noqa=""))
-    assert "AGF003" in output_codes(flake8(str(path), cwd=tmp_path))
+    assert "AGF001" in output_codes(flake8(str(path), cwd=tmp_path))
 
 
 def test_stdin_with_display_name(tmp_path: Path) -> None:
     result = flake8("--select", "AGF", "-", "--stdin-display-name", "x.py", cwd=tmp_path, stdin=BUGGY.format(noqa=""))
     assert [line.split(":", 1)[0] for line in result.stdout.splitlines()] == ["x.py", "x.py"]
-    assert output_codes(result) == ["AGF003", "AGF004"]
+    assert output_codes(result) == ["AGF001", "AGF005"]
 
 
 def test_parallel_run_over_fixtures_matches_expectations(tmp_path: Path) -> None:
     """``-j 2`` over every fixture file: exactly the findings the fixture comments name."""
-    core = [str(path) for path in fixture_paths() if not path.name.startswith("agf1")]
-    preview = [str(path) for path in fixture_paths() if path.name.startswith("agf1")]
+    # As tests/test_fixtures.py: a preview rule's fixture with every rule on, a default rule's as installed.
+    preview = [str(path) for path in fixture_paths() if path.name[:6].upper() in PREVIEW_CODES]
+    core = [str(path) for path in fixture_paths() if path.name[:6].upper() not in PREVIEW_CODES]
     results = [flake8("-j", "2", "--select", "AGF", *core, cwd=tmp_path)]
     if preview:
         results.append(flake8("-j", "2", "--select", "AGF", "--autograd-preview", *preview, cwd=tmp_path))

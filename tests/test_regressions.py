@@ -1,4 +1,4 @@
-"""Regressions found by reading real findings, reviews and torch's own source."""
+"""Regressions found by reading real findings, reviews and torch's own source (every rule on)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def test_forward_without_ctx_and_without_setup_context_gets_the_right_advice() -
             @staticmethod
             def backward(ctx, grad):
                 return grad
-        """
+        """,
+        preview=True,
     )
     # Not "rename x to ctx": x is an input. And no gradient count: the inputs are uncertain.
     assert [finding.code for finding in findings] == ["AGF002"]
@@ -33,10 +34,12 @@ def test_legacy_self_is_a_misnamed_ctx() -> None:
         class Legacy(torch.autograd.Function):
             def forward(self, x):
                 return x.clone()
-        """
+        """,
+        preview=True,
     )
-    assert [finding.code for finding in findings] == ["AGF001", "AGF002"]
-    assert "name the first parameter ctx" in findings[1].message
+    # AGF113 too: the class has no backward.
+    assert [finding.code for finding in findings] == ["AGF001", "AGF113", "AGF002"]
+    assert "name the first parameter ctx" in findings[2].message
 
 
 def test_falling_off_the_end_reads_well() -> None:
@@ -53,7 +56,8 @@ def test_falling_off_the_end_reads_well() -> None:
             def backward(ctx, grad):
                 if ctx.needs_input_grad[0]:
                     return grad, grad
-        """
+        """,
+        preview=True,
     )
     assert [finding.code for finding in findings] == ["AGF004"]
     assert "Add.backward can end without a return (returning one None) but forward takes 2 inputs" in (
@@ -75,7 +79,7 @@ def test_needs_input_grad_ignores_inputs_that_are_not_tensors() -> None:
             def backward(ctx, grad):
                 return grad * ctx.scale, None, None
     """
-    assert codes(source) == []
+    assert codes(source, preview=True) == []
 
 
 def test_doubling_chains_of_names_stay_fast() -> None:
@@ -91,7 +95,7 @@ class Chain(torch.autograd.Function):
         ctx.out = a40
         return a40
 """
-    assert codes(source) == ["AGF003"]
+    assert codes(source, preview=True) == ["AGF113", "AGF003"]  # AGF113: no backward
 
 
 def test_huge_repeated_tuples_are_not_built() -> None:
@@ -107,10 +111,10 @@ def test_huge_repeated_tuples_are_not_built() -> None:
             def backward(ctx, grad):
                 return (grad,) + (None,) * 10000000000
     """
-    assert codes(source) == []
+    assert codes(source, preview=True) == []
 
 
 def test_deep_local_inheritance_does_not_overflow_the_stack() -> None:
     classes = "\n".join(f"class C{i + 1}(C{i}):\n    pass\n" for i in range(3000))
     source = f"import torch\n\nclass C0(torch.autograd.Function):\n    pass\n\n{classes}"
-    assert "AGF000" not in codes(source)
+    assert "AGF000" not in codes(source, preview=True)

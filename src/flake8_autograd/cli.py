@@ -20,7 +20,7 @@ from .command.formats import FORMATS, Run
 from .command.patch import UnnamedInPatch, unified_diff
 from .command.runner import Outcome, check_files, check_source
 from .command.settings import Settings, UsageError, parse_settings
-from .rules import PREVIEW_RULES
+from .rules import PREVIEW_CODES
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 STDIN = "-"
@@ -53,8 +53,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     reports = [report for outcome in outcomes for report in outcome.reports]
     errors = [(outcome.path, outcome.error) for outcome in outcomes if outcome.error]
     rules = settings.check.rules
-    preview_codes = frozenset(rule.code for rule in PREVIEW_RULES)
-    written = _write(FORMATS[settings.output_format](reports, Run(rules, preview_codes, errors)))
+    written = _write(FORMATS[settings.output_format](reports, Run(rules, PREVIEW_CODES, errors)))
     if errors or not written:
         return EXIT_ERROR
     return EXIT_FINDINGS if reports else EXIT_CLEAN
@@ -74,8 +73,7 @@ def _fix(settings: Settings) -> int:
     fixed = sum(result.fixed for result in results)
     remaining = [report for result in results for report in result.outcome.reports]
     changed = sum(1 for result in results if result.after != result.before)
-    preview_codes = frozenset(rule.code for rule in PREVIEW_RULES)
-    written = _write(FORMATS[settings.output_format](remaining, Run(settings.check.rules, preview_codes, errors)))
+    written = _write(FORMATS[settings.output_format](remaining, Run(settings.check.rules, PREVIEW_CODES, errors)))
     _tell(f"fixed {_count(fixed, fixed + len(remaining))} in {_plural(changed, 'file')}")
     if errors or not written:
         return EXIT_ERROR

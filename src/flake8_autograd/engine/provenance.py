@@ -99,6 +99,11 @@ class Provenance:
         self._carrying: Optional[FrozenSet[str]] = None
         self._used: Dict[cst.Call, int] = {}
         self._forward_gradients = _forward_gradients(method, savers)
+        # Pre-order (start, end) of each node of the body, and the outermost loop around a node: on demand.
+        self._spans: Optional[Dict[cst.CSTNode, Tuple[int, int]]] = None
+        self._outer_loops: Dict[cst.CSTNode, cst.CSTNode] = {}
+        self._handed_calls: Dict[str, List[cst.Call]] = {}
+        self._buffers_by_call: Optional[Dict[cst.Call, List[str]]] = None
 
     # -- producers -------------------------------------------------------------------------------
     def producers(self, node: cst.BaseExpression, depth: int = 0) -> FrozenSet[Computation]:
@@ -291,7 +296,16 @@ class Provenance:
     def fills(self, name: str) -> List[cst.Call]:
         """The calls that fill the buffer ``name``: those handed it (directly, as a slice, in a display,
         or in a local bound to a display), other than metadata reads beside a launch (``_stride(buf)``
-        among the launch's own arguments), layout changes, reductions and allocations."""
+        among the launch's own arguments), layout changes, reductions and allocations; and other than a
+        launch that, once an earlier one filled ``name``, gets it beside a fresh buffer of its own
+        (``d_x`` after ``d_hidden`` was prepared): that launch reads ``name`` to fill its own."""
+        handed = self._handed(name)
+        return [call for call in handed if not self._reads_to_fill_another(call, name, handed)]
+
+    def _handed(self, name: str) -> List[cst.Call]:
+        known = self._handed_calls.get(name)
+        if known is not None:
+            return known
         facts = self.method.facts
         calls: List[cst.Call] = list(facts.filled_by.get(name, ()))
         for container in self._containers_of(name):
@@ -307,7 +321,41 @@ class Provenance:
             for node in walk(call):
                 if node is not call and isinstance(node, cst.Call):
                     nested.add(id(node))
-        return [call for call in calls if id(call) not in nested]
+        found = [call for call in calls if id(call) not in nested]
+        self._handed_calls[name] = found
+        return found
+
+    def _reads_to_fill_another(self, call: cst.Call, name: str, handed: List[cst.Call]) -> bool:
+        """Whether ``call`` gets ``name`` after another call filled it, and is the first call handed some
+        other buffer (outside loops, where the order of the passes is not the order of the lines)."""
+        spans, outer_loops = self._spans_of()
+        span = spans.get(call)
+        if span is None or call in outer_loops:
+            return False
+        if not any(other in spans and spans[other][1] <= span[0] for other in handed if other is not call):
+            return False
+        for buffer in self._buffers_handed_to().get(call, ()):
+            if buffer == name:
+                continue
+            first = min(self._handed(buffer), key=lambda each: spans.get(each, (0, 0))[0], default=None)
+            if first is call:
+                return True
+        return False
+
+    def _buffers_handed_to(self) -> Dict[cst.Call, List[str]]:
+        """For each call, the preallocated buffers it is handed."""
+        if self._buffers_by_call is None:
+            by_call: Dict[cst.Call, List[str]] = {}
+            for local, bindings in self.method.facts.bindings.items():
+                if any(
+                    binding.index is None and binding.value is not None
+                    and _is_allocation(binding.value, self.allocating)
+                    for binding in bindings
+                ):
+                    for call in self._handed(local):
+                        by_call.setdefault(call, []).append(local)
+            self._buffers_by_call = by_call
+        return self._buffers_by_call
 
     def in_place_calls(self, name: str) -> List[cst.Call]:
         """In-place method calls on ``name`` or on a part of it (``buf[i].add_(x)``), other than
@@ -382,11 +430,37 @@ class Provenance:
         for operand in operands:
             found |= self.producers(operand)
         found.discard(computation)
-        return frozenset(found)
+        # A buffer's producers are every call it is handed to, the ones that read it after this one
+        # included: only those that run before this computation can have made what it consumes.
+        return frozenset(producer for producer in found if not self._runs_after(producer, node))
+
+    def _runs_after(self, producer: Computation, consumer: cst.CSTNode) -> bool:
+        """Whether ``producer`` starts after ``consumer`` ends in the body, and not in a loop around the
+        consumer (there a later statement feeds an earlier one on the next pass)."""
+        spans, outer_loops = self._spans_of()
+        node = producer[1] if len(producer) > 1 else None
+        if not isinstance(node, cst.CSTNode):
+            return False
+        consumer_span = spans.get(consumer)
+        producer_span = spans.get(node)
+        if consumer_span is None or producer_span is None or producer_span[0] < consumer_span[1]:
+            return False
+        loop = outer_loops.get(consumer)
+        return loop is None or producer_span[0] >= spans[loop][1]
+
+    def _spans_of(self) -> Tuple[Dict[cst.CSTNode, Tuple[int, int]], Dict[cst.CSTNode, cst.CSTNode]]:
+        if self._spans is None:
+            self._spans, self._outer_loops = _spans(self.method)
+        return self._spans, self._outer_loops
 
     def separate_groups(self, slots: Sequence[FrozenSet[Computation]]) -> List[List[int]]:
         """The computed slots (by position in ``slots``) grouped into joint work: two slots are in one
-        group when a producer of one is in the other's backward slice, directly or through others."""
+        group when a producer of one is in the other's backward slice, directly or through others.
+
+        A slot whose whole work is a shared intermediate (every producer of it in the slices of the slots
+        it is joint with) that feeds two slots not joint with each other links no group to another: the
+        later work of each of those is its own (separate products of one prepared gradient), and only the
+        shared part is needed whichever gradient is wanted. It joins the group of one slot it feeds."""
         computed = [index for index, producers in enumerate(slots) if producers]
         parent = {index: index for index in computed}
 
@@ -397,14 +471,78 @@ class Provenance:
             return index
 
         slices = {index: frozenset().union(*(self.upstream(p) for p in slots[index])) for index in computed}
+        joint: Dict[int, List[int]] = {index: [] for index in computed}
         for position, first in enumerate(computed):
             for second in computed[position + 1:]:
                 if slots[first] & slices[second] or slots[second] & slices[first]:
-                    parent[root(first)] = root(second)
+                    joint[first].append(second)
+                    joint[second].append(first)
+        shared = {index for index in computed if self._only_shared_work(index, slots, slices, joint)}
+        for index in computed:
+            for other in joint[index]:
+                if index not in shared and other not in shared:
+                    parent[root(index)] = root(other)
+        for index in sorted(shared):
+            fed = [other for other in joint[index] if other not in shared]
+            if fed:
+                parent[root(index)] = root(fed[0])
         groups: Dict[int, List[int]] = {}
         for index in computed:
             groups.setdefault(root(index), []).append(index)
         return list(groups.values())
+
+    @staticmethod
+    def _only_shared_work(
+        index: int,
+        slots: Sequence[FrozenSet[Computation]],
+        slices: Dict[int, FrozenSet[Computation]],
+        joint: Dict[int, List[int]],
+    ) -> bool:
+        """Whether every producer of slot ``index`` is in the slices of the slots it is joint with, two of
+        which are not joint with each other (``ds`` filled by the launch whose other buffers feed the
+        separate products of two weights' gradients)."""
+        partners = joint[index]
+        if len(partners) < 2:
+            return False
+        if not slots[index] <= frozenset().union(*(slices[other] for other in partners)):
+            return False
+        return any(
+            second not in joint[first]
+            for position, first in enumerate(partners)
+            for second in partners[position + 1:]
+        )
+
+
+def _spans(method: Method) -> Tuple[Dict[cst.CSTNode, Tuple[int, int]], Dict[cst.CSTNode, cst.CSTNode]]:
+    """Each node of the method body (nested scopes excluded) with its pre-order span: its own index and
+    the index after its last descendant; and for the nodes inside a ``for`` or ``while``, the outermost."""
+    spans: Dict[cst.CSTNode, Tuple[int, int]] = {}
+    outer_loops: Dict[cst.CSTNode, cst.CSTNode] = {}
+    if method.node is None:
+        return spans, outer_loops
+    counter = 0
+    # (node, the outermost loop around it, whether its children were pushed): a stack, not recursion.
+    stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], bool]] = [(method.node.body, None, False)]
+    starts: Dict[cst.CSTNode, int] = {}
+    while stack:
+        node, loop, expanded = stack.pop()
+        if expanded:
+            spans[node] = (starts.pop(node), counter)
+            continue
+        starts[node] = counter
+        counter += 1
+        if loop is not None:
+            outer_loops[node] = loop
+        stack.append((node, loop, True))
+        if type(node) in _NESTED_SCOPES:
+            continue
+        if loop is None and isinstance(node, (cst.For, cst.While)):
+            loop = node
+        stack.extend((child, loop, False) for child in reversed(list(children(node))))
+    return spans, outer_loops
+
+
+_NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def _bound_values(name: str, provenance: Provenance) -> Tuple[List[cst.BaseExpression], FrozenSet[Computation]]:

@@ -1,0 +1,92 @@
+"""PyTorch as the oracle for ``agf005_launch_order.py``: launches that read a prepared buffer.
+
+Every class there computes correct gradients (each declaration is a gradcheck), and for the reported
+pattern a frozen weight still pays for its launch: ``ctx.needs_input_grad`` says the weight needs no
+gradient, backward runs the weight's launch all the same, and autograd drops what it made.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from functools import lru_cache
+from typing import List
+
+import pytest
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message=r"Failed to initialize NumPy", category=UserWarning)
+    if os.environ.get("AGF_REQUIRE_TORCH"):
+        torch = importlib.import_module("torch")
+    else:
+        torch = pytest.importorskip("torch", reason="the oracle layer runs fixture Functions under PyTorch")
+
+from conftest import FIXTURES, expected_findings  # noqa: E402
+from oracle import Declaration, LoadedFixture, check, load_fixture, parse_fixture  # noqa: E402
+
+FIXTURE = FIXTURES / "agf005_launch_order.py"
+BLOCKS = parse_fixture(FIXTURE)
+DECLARATIONS: List[Declaration] = [declaration for block in BLOCKS for declaration in block.declarations]
+
+
+@lru_cache(maxsize=None)
+def _loaded() -> LoadedFixture:
+    return load_fixture(FIXTURE)
+
+
+@pytest.mark.parametrize(
+    "declaration", DECLARATIONS, ids=lambda declaration: f"{declaration.class_name}@L{declaration.line}"
+)
+def test_torch_confirms_declaration(declaration: Declaration) -> None:
+    check(declaration, _loaded())
+
+
+def test_every_function_class_is_declared_as_a_gradcheck() -> None:
+    loaded = _loaded()
+    for block in BLOCKS:
+        if issubclass(loaded.classes[block.line], torch.autograd.Function):
+            assert block.declarations, f"{block.name} (line {block.line}) has no '# torch:' declaration"
+            assert all(declaration.verdict == "passes gradcheck" for declaration in block.declarations), block.name
+
+
+def test_fixture_holds_both_verdicts() -> None:
+    expected = expected_findings(FIXTURE)
+    flagged = [
+        block for block in BLOCKS
+        if any((line, "AGF005") in expected for line in range(block.line, block.end_line + 1))
+    ]
+    assert len(flagged) >= 3 and len(BLOCKS) - len(flagged) >= 3
+
+
+def test_frozen_weight_still_runs_its_launch_and_autograd_drops_the_result() -> None:
+    """ScaledMatMul (reported): with the weight frozen, needs_input_grad says so, yet backward runs the
+    weight's launch; the input and scale gradients are those of plain autograd."""
+    module = _loaded().module
+    launches: List[str] = []
+    needs: List[tuple] = []
+    weight_kernel = module._weight_kernel
+    backward = module.ScaledMatMul.backward
+
+    def counting_weight_kernel(*args: object) -> None:
+        launches.append("weight")
+        weight_kernel(*args)
+
+    def recording_backward(ctx: object, grad: object) -> object:
+        needs.append(tuple(ctx.needs_input_grad))  # type: ignore[attr-defined]
+        return backward(ctx, grad)
+
+    x = torch.rand(2, 3, dtype=torch.float64, requires_grad=True)
+    weight = torch.rand(3, 4, dtype=torch.float64)  # frozen
+    scale = torch.rand(2, 1, dtype=torch.float64, requires_grad=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "_weight_kernel", counting_weight_kernel)
+        patch.setattr(module.ScaledMatMul, "backward", staticmethod(recording_backward))
+        module.ScaledMatMul.apply(x, weight, scale).sum().backward()
+    assert needs == [(True, False, True)]
+    assert launches == ["weight"]
+    assert weight.grad is None
+    reference_x = x.detach().clone().requires_grad_()
+    reference_scale = scale.detach().clone().requires_grad_()
+    ((reference_x @ weight) * reference_scale).sum().backward()
+    assert torch.allclose(x.grad, reference_x.grad) and torch.allclose(scale.grad, reference_scale.grad)

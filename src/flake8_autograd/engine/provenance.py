@@ -103,6 +103,10 @@ class Provenance:
         self._spans: Optional[Dict[cst.CSTNode, Tuple[int, int]]] = None
         self._outer_loops: Dict[cst.CSTNode, cst.CSTNode] = {}
         self._handed_calls: Dict[str, List[cst.Call]] = {}
+        self._dropped: Optional[Set[cst.Call]] = None
+        # For a value nothing computes, the launches with dropped results that are handed it (or what it
+        # passes on): keyed as producers() keys its values.
+        self._launched: Dict[Hashable, FrozenSet[Computation]] = {}
         self._buffers_by_call: Optional[Dict[cst.Call, List[str]]] = None
 
     # -- producers -------------------------------------------------------------------------------
@@ -112,7 +116,7 @@ class Provenance:
         Memoised per name and per node, and empty for a value asked again while it is being walked
         (``g, h = v.chunk(2)`` after ``v = cat([g, ...])``): without both, the nested walks of
         follow-ups through such a cycle multiply at every level."""
-        key: Hashable = ("name", node.value) if isinstance(node, cst.Name) else node
+        key = _key(node)
         known = self._producers.get(key)
         if known is not None:
             return known
@@ -128,6 +132,7 @@ class Provenance:
 
     def _walk(self, node: cst.BaseExpression, depth: int) -> FrozenSet[Computation]:
         found: Set[Computation] = set()
+        launched: Set[Computation] = set()  # launches handed a value passed through (below)
         followed: Set[str] = set()
         pending: List[cst.CSTNode] = [node]
         steps = 0
@@ -142,6 +147,7 @@ class Provenance:
                     values, direct = self._bound_of(value.value)
                     found |= direct
                     pending.extend(values)
+                    launched.update(("call", call) for call in self._launches_handed(value.value))
             elif isinstance(value, cst.Call):
                 self._call_producers(value, depth, found, pending)
             elif isinstance(value, cst.Attribute):
@@ -154,9 +160,47 @@ class Provenance:
                 self._subscript_producers(value, depth, found, pending)
             elif isinstance(value, cst.BinaryOperation):
                 self._arithmetic_producers(value, depth, found, pending)
+            elif isinstance(value, cst.IfExp):
+                pending.extend((value.body, value.orelse))  # the test only chooses between them
             else:
-                pending.extend(children(value))  # parentheses, conditionals, unary operators, displays
+                pending.extend(children(value))  # parentheses, unary operators, displays
+        if not found and launched:
+            self._launched[_key(node)] = frozenset(launched)
         return frozenset(found)
+
+    def returned_producers(self, node: cst.BaseExpression) -> FrozenSet[Computation]:
+        """The producers of a value backward returns. One that nothing computes (an incoming gradient,
+        a clone or view of it) but that is handed to a launch whose result is dropped is written in place
+        there: that launch computes it, one computation for all the buffers it is handed. (Only for a
+        returned value: an operand handed to a launch is read there.)"""
+        found = self.producers(node)
+        if found:
+            return found
+        launched = self._launched.get(_key(node), frozenset())
+        self.several_results |= launched
+        return launched
+
+    def _launches_handed(self, name: str) -> List[cst.Call]:
+        """The calls handed ``name`` whose result is dropped (a statement of its own, or bound to
+        ``_``): launches that write what they are handed, other than in-place methods of a receiver,
+        which only read their arguments (``dq.copy_(dk)``)."""
+        if self._dropped is None:
+            dropped: Set[cst.Call] = set()
+            body = self.method.node.body if self.method.node is not None else None
+            for statement in walk_scope(body) if body is not None else ():
+                value: Optional[cst.BaseExpression] = None
+                if isinstance(statement, cst.Expr):
+                    value = statement.value
+                elif isinstance(statement, cst.Assign) and all(
+                    isinstance(target.target, cst.Name) and target.target.value == "_" for target in statement.targets
+                ):
+                    value = statement.value
+                if isinstance(value, cst.Call) and not (
+                    isinstance(value.func, cst.Attribute) and value.func.attr.value.endswith("_")
+                ):
+                    dropped.add(value)
+            self._dropped = dropped
+        return [call for call in self._handed(name) if call in self._dropped]
 
     def _call_producers(
         self, call: cst.Call, depth: int, found: Set[Computation], pending: List[cst.CSTNode]
@@ -511,6 +555,11 @@ class Provenance:
             for position, first in enumerate(partners)
             for second in partners[position + 1:]
         )
+
+
+def _key(node: cst.BaseExpression) -> Hashable:
+    """How producers() memoises a value: a name by its text (one history per local), else the node."""
+    return ("name", node.value) if isinstance(node, cst.Name) else node
 
 
 def _spans(method: Method) -> Tuple[Dict[cst.CSTNode, Tuple[int, int]], Dict[cst.CSTNode, cst.CSTNode]]:

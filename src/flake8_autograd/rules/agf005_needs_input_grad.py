@@ -83,7 +83,7 @@ class NeedsInputGradRule(Rule):
             for param, slot in zip(inputs.params, counted.slots):
                 if forward_inference is not None and forward_inference.input_kind(param) is Kind.NOT_TENSOR:
                     continue  # a non-tensor input takes no gradient at all (PyTorch requires None there)
-                producers = frozenset().union(*(provenance.producers(node) for node in slot))
+                producers = frozenset().union(*(provenance.returned_producers(node) for node in slot))
                 if producers:
                     computed.append(param.name)
                     slot_producers.append(producers)

@@ -1,8 +1,10 @@
-"""PyTorch as the oracle for ``agf005_launch_order.py``: launches that read a prepared buffer.
+"""PyTorch as the oracle for AGF005's fixtures of joint and separate launches.
 
-Every class there computes correct gradients (each declaration is a gradcheck), and for the reported
-pattern a frozen weight still pays for its launch: ``ctx.needs_input_grad`` says the weight needs no
-gradient, backward runs the weight's launch all the same, and autograd drops what it made.
+``agf005_launch_order.py`` (launches that read a prepared buffer) and ``agf005_in_place_launch.py``
+(incoming gradients written in place by a launch): every class there computes correct gradients (each
+declaration is a gradcheck), so a silent case hides no wrong slot. For the reported pattern of launches
+reading one prepared buffer, a frozen weight still pays for its launch: ``ctx.needs_input_grad`` says
+the weight needs no gradient, backward runs the weight's launch all the same, and autograd drops it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import importlib
 import os
 import warnings
 from functools import lru_cache
-from typing import List
+from pathlib import Path
+from typing import List, Tuple
 
 import pytest
 
@@ -25,44 +28,52 @@ with warnings.catch_warnings():
 from conftest import FIXTURES, expected_findings  # noqa: E402
 from oracle import Declaration, LoadedFixture, check, load_fixture, parse_fixture  # noqa: E402
 
-FIXTURE = FIXTURES / "agf005_launch_order.py"
-BLOCKS = parse_fixture(FIXTURE)
-DECLARATIONS: List[Declaration] = [declaration for block in BLOCKS for declaration in block.declarations]
+LAUNCH_ORDER = FIXTURES / "agf005_launch_order.py"
+PATTERN_FIXTURES = [LAUNCH_ORDER, FIXTURES / "agf005_in_place_launch.py"]
+DECLARATIONS: List[Tuple[Path, Declaration]] = [
+    (path, declaration)
+    for path in PATTERN_FIXTURES
+    for block in parse_fixture(path)
+    for declaration in block.declarations
+]
 
 
 @lru_cache(maxsize=None)
-def _loaded() -> LoadedFixture:
-    return load_fixture(FIXTURE)
+def _loaded(path: Path) -> LoadedFixture:
+    return load_fixture(path)
 
 
 @pytest.mark.parametrize(
-    "declaration", DECLARATIONS, ids=lambda declaration: f"{declaration.class_name}@L{declaration.line}"
+    "path, declaration", DECLARATIONS, ids=lambda value: getattr(value, "class_name", getattr(value, "stem", ""))
 )
-def test_torch_confirms_declaration(declaration: Declaration) -> None:
-    check(declaration, _loaded())
+def test_torch_confirms_declaration(path: Path, declaration: Declaration) -> None:
+    check(declaration, _loaded(path))
 
 
-def test_every_function_class_is_declared_as_a_gradcheck() -> None:
-    loaded = _loaded()
-    for block in BLOCKS:
+@pytest.mark.parametrize("path", PATTERN_FIXTURES, ids=lambda path: path.stem)
+def test_every_function_class_is_declared_as_a_gradcheck(path: Path) -> None:
+    loaded = _loaded(path)
+    for block in parse_fixture(path):
         if issubclass(loaded.classes[block.line], torch.autograd.Function):
             assert block.declarations, f"{block.name} (line {block.line}) has no '# torch:' declaration"
             assert all(declaration.verdict == "passes gradcheck" for declaration in block.declarations), block.name
 
 
-def test_fixture_holds_both_verdicts() -> None:
-    expected = expected_findings(FIXTURE)
+@pytest.mark.parametrize("path", PATTERN_FIXTURES, ids=lambda path: path.stem)
+def test_fixture_holds_both_verdicts(path: Path) -> None:
+    expected = expected_findings(path)
+    blocks = parse_fixture(path)
     flagged = [
-        block for block in BLOCKS
+        block for block in blocks
         if any((line, "AGF005") in expected for line in range(block.line, block.end_line + 1))
     ]
-    assert len(flagged) >= 3 and len(BLOCKS) - len(flagged) >= 3
+    assert len(flagged) >= 3 and len(blocks) - len(flagged) >= 3
 
 
 def test_frozen_weight_still_runs_its_launch_and_autograd_drops_the_result() -> None:
     """ScaledMatMul (reported): with the weight frozen, needs_input_grad says so, yet backward runs the
     weight's launch; the input and scale gradients are those of plain autograd."""
-    module = _loaded().module
+    module = _loaded(LAUNCH_ORDER).module
     launches: List[str] = []
     needs: List[tuple] = []
     weight_kernel = module._weight_kernel

@@ -1,10 +1,13 @@
 """PyTorch as the oracle for AGF005's fixtures of joint and separate launches.
 
-``agf005_launch_order.py`` (launches that read a prepared buffer) and ``agf005_in_place_launch.py``
-(incoming gradients written in place by a launch): every class there computes correct gradients (each
-declaration is a gradcheck), so a silent case hides no wrong slot. For the reported pattern of launches
-reading one prepared buffer, a frozen weight still pays for its launch: ``ctx.needs_input_grad`` says
-the weight needs no gradient, backward runs the weight's launch all the same, and autograd drops it.
+``agf005_launch_order.py`` (launches that read a prepared buffer), ``agf005_in_place_launch.py``
+(incoming gradients written in place by a launch) and ``agf005_tied_inputs.py`` (separate work whose
+inputs the callers tie): every class there computes correct gradients (each declaration is a
+gradcheck), so a silent case hides no wrong slot. For the reported pattern of launches reading one
+prepared buffer, a frozen weight still pays for its launch: ``ctx.needs_input_grad`` says the weight
+needs no gradient, backward runs the weight's launch all the same, and autograd drops it. Where the
+callers tie two pairs of inputs, needs_input_grad asks for both pairs or for neither, whatever requires
+grad; where a caller detaches one input, some choice asks for one pair only.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import importlib
 import os
 import warnings
 from functools import lru_cache
+import itertools
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Set, Tuple
 
 import pytest
 
@@ -29,7 +33,8 @@ from conftest import FIXTURES, expected_findings  # noqa: E402
 from oracle import Declaration, LoadedFixture, check, load_fixture, parse_fixture  # noqa: E402
 
 LAUNCH_ORDER = FIXTURES / "agf005_launch_order.py"
-PATTERN_FIXTURES = [LAUNCH_ORDER, FIXTURES / "agf005_in_place_launch.py"]
+TIED_INPUTS = FIXTURES / "agf005_tied_inputs.py"
+PATTERN_FIXTURES = [LAUNCH_ORDER, FIXTURES / "agf005_in_place_launch.py", TIED_INPUTS]
 DECLARATIONS: List[Tuple[Path, Declaration]] = [
     (path, declaration)
     for path in PATTERN_FIXTURES
@@ -101,3 +106,68 @@ def test_frozen_weight_still_runs_its_launch_and_autograd_drops_the_result() -> 
     reference_scale = scale.detach().clone().requires_grad_()
     ((reference_x @ weight) * reference_scale).sum().backward()
     assert torch.allclose(x.grad, reference_x.grad) and torch.allclose(scale.grad, reference_scale.grad)
+
+
+def _pairs_needed(function_name: str, class_name: str, arguments: int) -> Set[Tuple[bool, bool]]:
+    """For every choice of which of the caller's tensors require grad: (first pair needed, second pair
+    needed) as backward's ctx.needs_input_grad says."""
+    module = _loaded(TIED_INPUTS).module
+    function = getattr(module, function_name)
+    cls = getattr(module, class_name)
+    backward = cls.backward
+    seen: Set[Tuple[bool, bool]] = set()
+
+    def recording_backward(ctx: object, grad: object) -> object:
+        needs = ctx.needs_input_grad  # type: ignore[attr-defined]
+        seen.add((needs[0] or needs[1], needs[2] or needs[3]))
+        return backward(ctx, grad)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cls, "backward", staticmethod(recording_backward))
+        for flags in itertools.product([False, True], repeat=arguments):
+            if not any(flags):
+                continue  # no node recorded, backward never runs
+            tensors = [
+                torch.rand(3, dtype=torch.float64).add(0.5).requires_grad_(flag) for flag in flags
+            ]
+            function(*tensors).sum().backward()
+    return seen
+
+
+def test_tied_pairs_are_needed_together() -> None:
+    """paired_products (silent): both pairs are needed, or neither, for every choice of x and weight."""
+    assert _pairs_needed("paired_products", "TiedProducts", 2) == {(True, True)}
+
+
+def test_pairs_tied_through_an_attribute_are_needed_together() -> None:
+    module = _loaded(TIED_INPUTS).module
+    seen: Set[Tuple[bool, bool]] = set()
+    backward = module.TiedAttribute.backward
+
+    def recording_backward(ctx: object, grad: object) -> object:
+        needs = ctx.needs_input_grad  # type: ignore[attr-defined]
+        seen.add((needs[0] or needs[1], needs[2] or needs[3]))
+        return backward(ctx, grad)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module.TiedAttribute, "backward", staticmethod(recording_backward))
+        for x_flag, weight_flag in [(True, False), (False, True), (True, True)]:
+            x = torch.rand(3, dtype=torch.float64).requires_grad_(x_flag)
+            weight = torch.rand(3, dtype=torch.float64).requires_grad_(weight_flag)
+            module._Scaled(weight)(x, 2).sum().backward()
+    assert seen == {(True, True)}
+
+
+@pytest.mark.parametrize(
+    "function_name, class_name, arguments",
+    [
+        ("detached_products", "DetachedProducts", 2),
+        ("gradless_products", "GradlessProducts", 2),
+        ("biased_products", "BiasedProducts", 3),
+        ("once_apart", "OnceTied", 4),
+    ],
+)
+def test_untied_pairs_can_be_needed_apart(function_name: str, class_name: str, arguments: int) -> None:
+    """The reported cases: some choice of what requires grad needs one pair and not the other."""
+    seen = _pairs_needed(function_name, class_name, arguments)
+    assert any(first != second for first, second in seen)

@@ -10,6 +10,7 @@ from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, forward_inputs
 from ..engine.provenance import Computation, Provenance
 from ..engine.tensors import Kind
+from ..engine.tied_inputs import apply_call_sources, tied
 from ..engine.walk import walk
 from .base import Finding, Rule
 
@@ -79,20 +80,45 @@ class NeedsInputGradRule(Rule):
             if counted.slots is None or counted.falls_off:
                 continue
             computed: List[str] = []
+            positions: List[int] = []  # of the computed gradients, among apply's arguments
             slot_producers: List[FrozenSet[Computation]] = []
-            for param, slot in zip(inputs.params, counted.slots):
+            for position, (param, slot) in enumerate(zip(inputs.params, counted.slots)):
                 if forward_inference is not None and forward_inference.input_kind(param) is Kind.NOT_TENSOR:
                     continue  # a non-tensor input takes no gradient at all (PyTorch requires None there)
                 producers = frozenset().union(*(provenance.returned_producers(node) for node in slot))
                 if producers:
                     computed.append(param.name)
+                    positions.append(position)
                     slot_producers.append(producers)
             # Gradients that share their work (one fused call, one launch filling several buffers, a
             # chain of kernels) are one computation: a needs_input_grad check could not split it.
-            if len(computed) >= 2 and len(provenance.separate_groups(slot_producers)) >= 2:
+            groups = provenance.separate_groups(slot_producers) if len(computed) >= 2 else []
+            if len(groups) >= 2 and _untied_count(groups, positions, model, analysis) >= 2:
                 if not any(_checks_whether_inputs_need_grad(base) for base in model.mro):
                     yield self.report(method, method=method.qualname, inputs=", ".join(computed))
                 return
+
+
+def _untied_count(groups: List[List[int]], positions: List[int], model: ClassModel, analysis: Analysis) -> int:
+    """How many groups of separate work remain once groups whose arguments every apply call of the module
+    derives from the same values of the caller are taken as one: they need gradients together, so
+    needs_input_grad could never skip one of them alone."""
+    calls = apply_call_sources(analysis.tree, model.name)
+    if not calls:
+        return len(groups)
+    arguments = [[positions[index] for index in group] for group in groups]
+    merged = list(range(len(groups)))
+
+    def root(index: int) -> int:
+        while merged[index] != index:
+            index = merged[index]
+        return index
+
+    for first in range(len(groups)):
+        for second in range(first + 1, len(groups)):
+            if root(first) != root(second) and tied(calls, arguments[first], arguments[second]):
+                merged[root(second)] = root(first)
+    return len({root(index) for index in range(len(groups))})
 
 
 def _checks_whether_inputs_need_grad(model: ClassModel) -> bool:

@@ -115,7 +115,7 @@ RESOLVED = {
     ),
     "global declaration alone": "def run(x):\n    global Fn\n    return Fn()(x)  # here",
     "closure over the module name": (
-        "def outer():\n    def run(x):\n        return Fn.forward(None, x)  # here\n    return run"
+        "def outer():\n    def run(ctx, x):\n        return Fn.forward(ctx, x)  # here\n    return run"
     ),
     "default evaluated outside the function": "def run(x, Fn=Fn()):  # here\n    return Fn(x)",
     "first iterable evaluated outside the comprehension": "made = [f for Fn in [Fn()] for f in [Fn]]  # here",
@@ -176,7 +176,7 @@ def test_diff_rewrites_only_the_call_that_reads_the_function_class(tmp_path: Pat
 
 
 # -- columns ----------------------------------------------------------------------------------------
-UNICODE_LINE = '    größe = "héllo wörld"; return Fn()(größe) + Fn.forward(None, größe)'
+UNICODE_LINE = '    größe = "héllo wörld"; return Fn()(größe) + Fn.forward(object(), größe)'
 UNICODE_FILE = FN + "\ndef use(x):\n" + UNICODE_LINE + "\n"
 
 

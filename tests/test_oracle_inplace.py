@@ -199,7 +199,8 @@ def test_agf111_direct_forward_bypasses_the_custom_backward() -> None:
     fixture.round_ste(applied).sum().backward()
     assert direct.grad.tolist() == [0.0, 0.0]  # round's own zero gradient: the straight-through backward never ran
     assert applied.grad.tolist() == [1.0, 1.0]
-    assert "AGF111" in _codes_in("agf111", "round_ste_direct")
+    assert "AGF111" not in _codes_in("agf111", "round_ste_direct")  # the literal None ctx: taken as deliberate
+    assert "AGF111" in _codes_in("agf111", "scaled_exp_own_ctx")  # a ctx of the caller's: reported
     assert "AGF111" not in _codes_in("agf111", "round_ste")
 
 
@@ -212,7 +213,7 @@ def test_agf111_direct_forward_with_no_ctx_fails_where_apply_works() -> None:
     layer.eval()
     with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'save_for_backward'"):
         layer(x)
-    assert "AGF111" in _codes_in("agf111", "ScaledExpLayer")
+    assert "AGF111" not in _codes_in("agf111", "ScaledExpLayer")  # a None ctx: deliberate, and fails loudly
     assert "AGF111" not in _codes_in("agf111", "QuantLinearApply")
 
 

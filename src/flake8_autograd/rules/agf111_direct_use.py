@@ -46,7 +46,7 @@ class DirectUseRule(Rule):
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         lines = model.segment.lines
         for use in analysis.direct_uses(model.site):
-            if _bypasses_nothing(use, model):
+            if _bypasses_nothing(use, model) or _given_no_ctx(use, model):
                 continue
             line, column = _start(use.call, lines)
             text = self.message.format(cls=model.name, what=self._WHAT[use.what])
@@ -88,6 +88,31 @@ def _bypasses_nothing(use: DirectUse, model: ClassModel) -> bool:
     if forward is None or forward.node is None:
         return False  # ``forward = staticmethod(impl)``: what it does with the ctx is unknown
     return forward.ctx_name is None or forward.facts.ctx_references == 0
+
+
+def _given_no_ctx(use: DirectUse, model: ClassModel) -> bool:
+    """A direct forward call whose ctx argument is the literal ``None``: the caller says it has no
+    context, so it knows no graph node is made; such calls are deliberate (an autograd-free fast path, a
+    storage object dequantized), and reporting them cost more false alarms than the bugs it caught."""
+    if use.what != "forward":
+        return False
+    forward = model.method("forward")
+    if forward is None:
+        return False
+    if forward.node is None:
+        ctx_name = None if model.setup_context_style else ""  # ``forward = staticmethod(impl)``: first is ctx
+    else:
+        ctx_name = forward.ctx_name  # None in the setup_context style: the first argument is an input
+    if ctx_name is None:
+        return False
+    call = use.call
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return _is_none(call.args[0])
+    return any(keyword.arg == ctx_name and ctx_name and _is_none(keyword.value) for keyword in call.keywords)
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _start(node: ast.expr, lines: Sequence[str]) -> Tuple[int, int]:

@@ -63,6 +63,9 @@ ALLOCATIONS = frozenset(
 # In-place methods that only set an allocation's memory to a constant (``x.new(n).zero_()``).
 _CONSTANT_FILLS = frozenset({"zero_", "fill_"})
 
+# Names of constants: handed to a launch, they are no buffer it writes.
+_CONSTANT_NAMES = frozenset({"None", "True", "False"})
+
 # Reductions that follow a computed result (the partial sums of a kernel's workspace).
 REDUCTIONS = frozenset({"sum"})
 
@@ -183,7 +186,9 @@ class Provenance:
     def _launches_handed(self, name: str) -> List[cst.Call]:
         """The calls handed ``name`` whose result is dropped (a statement of its own, or bound to
         ``_``): launches that write what they are handed, other than in-place methods of a receiver,
-        which only read their arguments (``dq.copy_(dk)``)."""
+        which only read their arguments (``dq.copy_(dk)``). ``None`` handed to a launch is no buffer."""
+        if name in _CONSTANT_NAMES:
+            return []
         if self._dropped is None:
             dropped: Set[cst.Call] = set()
             body = self.method.node.body if self.method.node is not None else None

@@ -42,6 +42,15 @@ _CUT_METHODS = frozenset(
     new_tensor isnan isinf isfinite eq ne lt le gt ge logical_not logical_and logical_or sign
     """.split()
 )
+# Methods whose arguments give only sizes, dims or a dtype: the result is the receiver's data.
+_SHAPE_METHODS = frozenset(
+    """
+    view view_as reshape reshape_as expand expand_as repeat repeat_interleave permute transpose flatten
+    unflatten squeeze unsqueeze narrow split chunk movedim swapaxes select to type type_as contiguous
+    """.split()
+)
+# The first parameter of a method: ``self.proj(x)`` calls one of the instance's values.
+_INSTANCE_NAMES = frozenset({"self", "cls"})
 # Functions whose result carries no requires-grad: Python conversions and tests, fresh allocations.
 _CUT_FUNCTIONS = frozenset(
     """
@@ -192,6 +201,11 @@ class _Tracer:
             ):
                 for element, part in zip(elements, value.elts):
                     self._bind(element, part, grad_off)
+            elif value is not None and not any(isinstance(element, ast.Starred) for element in elements):
+                for index, element in enumerate(elements):
+                    # ``a, b = args``: the index-th part, as ``args[index]`` is
+                    part = ast.Subscript(value=value, slice=ast.Constant(value=index), ctx=ast.Load())
+                    self._bind(element, part, grad_off)
             else:
                 for element in elements:
                     self._bind(element, value, grad_off)
@@ -251,10 +265,17 @@ class _Tracer:
             elif isinstance(item, ast.Attribute):
                 if item.attr in _METADATA_ATTRIBUTES:
                     continue
-                dotted = ast_dotted(item)
-                root = dotted.split(".")[0] if dotted is not None else None
-                if root is not None and (self.params.get(root) or root in self.external) and root not in self.bindings:
-                    found.add(("value", dotted))  # ``self.weight``: a value the caller was given
+                given = self._given(item)
+                if given is not None:
+                    found.add(("value", given))  # ``self.weight``: a value the caller was given
+                else:
+                    pending.append(item.value)
+            elif isinstance(item, ast.Subscript) and isinstance(item.slice, ast.Constant):
+                if isinstance(item.value, ast.Attribute) and item.value.attr in _METADATA_ATTRIBUTES:
+                    continue  # ``x.shape[0]``
+                given = self._given(item.value)
+                if given is not None:
+                    found.add(("value", f"{given}[{item.slice.value!r}]"))  # ``args[0]``: one of the values given
                 else:
                     pending.append(item.value)
             elif isinstance(item, ast.Call):
@@ -262,8 +283,15 @@ class _Tracer:
                     continue
                 if any(keyword.arg == "requires_grad" for keyword in item.keywords):
                     found.add(("unknown", id(item)))
-                if isinstance(item.func, ast.Attribute):
-                    pending.append(item.func.value)
+                func = item.func
+                if isinstance(func, ast.Attribute):
+                    receiver = func.value
+                    if isinstance(receiver, ast.Name) and receiver.id in _INSTANCE_NAMES and self._given(func):
+                        found.add(("value", self._given(func)))  # ``self.proj(x)``: a module of the instance
+                    else:
+                        pending.append(receiver)
+                    if func.attr in _SHAPE_METHODS:
+                        continue  # ``x.view(n, -1)``, ``q.type_as(k)``: sizes, a dtype taken from the arguments
                 pending.extend(item.args)
                 pending.extend(keyword.value for keyword in item.keywords)
             elif isinstance(item, (ast.Constant, ast.Compare, ast.JoinedStr)):
@@ -278,6 +306,14 @@ class _Tracer:
             else:
                 pending.extend(ast.iter_child_nodes(item))  # operators, displays, subscripts, slices, starred
         return frozenset(found)
+
+    def _given(self, node: ast.expr) -> Optional[str]:
+        """``self.weight`` for an attribute chain on a parameter (or a global) the function never rebinds."""
+        dotted = ast_dotted(node)
+        root = dotted.split(".")[0] if dotted is not None else None
+        if root is not None and (self.params.get(root) or root in self.external) and root not in self.bindings:
+            return dotted
+        return None
 
     def _name_sources(self, name: str) -> FrozenSet[Source]:
         known = self._memo.get(name)

@@ -18,7 +18,7 @@ import warnings
 from functools import lru_cache
 import itertools
 from pathlib import Path
-from typing import List, Set, Tuple
+from typing import Callable, List, Set, Tuple
 
 import pytest
 
@@ -108,22 +108,26 @@ def test_frozen_weight_still_runs_its_launch_and_autograd_drops_the_result() -> 
     assert torch.allclose(x.grad, reference_x.grad) and torch.allclose(scale.grad, reference_scale.grad)
 
 
-def _pairs_needed(function_name: str, class_name: str, arguments: int) -> Set[Tuple[bool, bool]]:
-    """For every choice of which of the caller's tensors require grad: (first pair needed, second pair
-    needed) as backward's ctx.needs_input_grad says."""
-    module = _loaded(TIED_INPUTS).module
-    function = getattr(module, function_name)
-    cls = getattr(module, class_name)
-    backward = cls.backward
-    seen: Set[Tuple[bool, bool]] = set()
+def _recording_pairs(backward: Callable[..., object], seen: Set[Tuple[bool, bool]]) -> staticmethod:
+    """A backward that records (first pair needed, second pair needed) from ctx.needs_input_grad."""
 
     def recording_backward(ctx: object, grad: object) -> object:
         needs = ctx.needs_input_grad  # type: ignore[attr-defined]
         seen.add((needs[0] or needs[1], needs[2] or needs[3]))
         return backward(ctx, grad)
 
+    return staticmethod(recording_backward)
+
+
+def _pairs_needed(function_name: str, class_name: str, arguments: int) -> Set[Tuple[bool, bool]]:
+    """For every choice of which of the caller's tensors require grad: (first pair needed, second pair
+    needed) as backward's ctx.needs_input_grad says."""
+    module = _loaded(TIED_INPUTS).module
+    function = getattr(module, function_name)
+    cls = getattr(module, class_name)
+    seen: Set[Tuple[bool, bool]] = set()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cls, "backward", staticmethod(recording_backward))
+        patch.setattr(cls, "backward", _recording_pairs(cls.backward, seen))
         for flags in itertools.product([False, True], repeat=arguments):
             if not any(flags):
                 continue  # no node recorded, backward never runs
@@ -142,15 +146,8 @@ def test_tied_pairs_are_needed_together() -> None:
 def test_pairs_tied_through_an_attribute_are_needed_together() -> None:
     module = _loaded(TIED_INPUTS).module
     seen: Set[Tuple[bool, bool]] = set()
-    backward = module.TiedAttribute.backward
-
-    def recording_backward(ctx: object, grad: object) -> object:
-        needs = ctx.needs_input_grad  # type: ignore[attr-defined]
-        seen.add((needs[0] or needs[1], needs[2] or needs[3]))
-        return backward(ctx, grad)
-
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(module.TiedAttribute, "backward", staticmethod(recording_backward))
+        patch.setattr(module.TiedAttribute, "backward", _recording_pairs(module.TiedAttribute.backward, seen))
         for x_flag, weight_flag in [(True, False), (False, True), (True, True)]:
             x = torch.rand(3, dtype=torch.float64).requires_grad_(x_flag)
             weight = torch.rand(3, dtype=torch.float64).requires_grad_(weight_flag)

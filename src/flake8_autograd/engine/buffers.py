@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from .analysis import Analysis, _top_level_names as top_level_names
+from .analysis import Analysis, _allocates, _top_level_names as top_level_names
 from .model import Method
 from .names import ast_dotted
 from .provenance import ALLOCATIONS, LAYOUT_METHODS
@@ -350,12 +350,6 @@ def _own_nodes(function: ast.FunctionDef) -> List[ast.AST]:
         found.append(node)
         pending.extend(ast.iter_child_nodes(node))
     return found
-
-
-def _allocates(node: ast.expr) -> bool:
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LAYOUT_METHODS:
-        node = node.func.value
-    return isinstance(node, ast.Call) and (ast_dotted(node.func) or "").rsplit(".", 1)[-1] in ALLOCATIONS
 
 
 # One reading of the module's helpers per module, dropped with its Analysis.

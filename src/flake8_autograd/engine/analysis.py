@@ -14,19 +14,11 @@ from .counting import CountedReturn, counted_returns
 from .discovery import ClassSite, Discovery
 from .grad_free import grad_free_arguments
 from .model import ClassModel, Method
+from .module_facts import ApplyCall, ModuleFacts, statement_names
 from .names import ImportTable, ast_dotted
 from .provenance import ALLOCATIONS, LAYOUT_METHODS
 from .scopes import CLASS, ModuleScopes, Scope
-from .tensors import TensorInference
-
-
-@dataclass(frozen=True)
-class ApplyCall:
-    """``Cls.apply(a, b)`` (or a call through ``fn = Cls.apply``, or ``Cls()(a, b)``) somewhere in the module."""
-
-    line: int
-    positional: Optional[int]  # None when a ``*args`` or keyword makes the count unknown
-    args: Tuple[ast.expr, ...] = ()  # the positional arguments, when ``positional`` is known
+from .tensors import Kind, TensorInference
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,12 +50,14 @@ class Analysis:
         self._inference: Dict[Tuple[Method, str], TensorInference] = {}
         self._returns: Dict[Method, List[CountedReturn]] = {}
         self._allocating: Optional[FrozenSet[str]] = None
+        # Facts across the module's functions and callers, read when first asked.
+        self.module_facts = ModuleFacts(tree, discovery, self.apply_calls)
 
     def inference(self, method: Method, role: Optional[str] = None) -> TensorInference:
         key = (method, role or method.name)
         found = self._inference.get(key)
         if found is None:
-            found = TensorInference(method, method.owner, self.imports, role or method.name)
+            found = TensorInference(method, method.owner, self.imports, role or method.name, module=self.module_facts)
             self._inference[key] = found
         return found
 
@@ -108,17 +102,15 @@ class Analysis:
         return self._direct_use_index.get((site.node, line, byte_column))
 
     def only_literals_passed(self, class_name: str, index: int) -> bool:
-        """Whether every ``apply`` call of the module leaves input ``index`` to its default or passes a literal.
+        """Whether every ``apply`` call of the module leaves input ``index`` to its default or passes a
+        certain non-tensor (a literal, a scalar-annotated parameter, a scalar ``self`` attribute: see
+        :meth:`.ModuleFacts.argument_kinds`).
 
         A parameter known as a non-tensor only by its literal default (``slope=0.01``) may still be given a
         tensor by a caller; one call passing anything else, or passing arguments we cannot count, says so.
         """
-        for call in self.apply_calls(class_name):
-            if call.positional is None:
-                return False
-            if index < call.positional and not _is_literal(call.args[index]):
-                return False
-        return True
+        kinds = self.module_facts.argument_kinds(class_name, index)
+        return kinds is not None and all(kind in (None, Kind.NOT_TENSOR) for kind in kinds)
 
     def output_count(self, model: ClassModel) -> Optional[int]:
         """How many outputs forward returns, when every return agrees on a certain count."""
@@ -167,7 +159,10 @@ class Analysis:
             if owner is None:
                 continue
             unknown = node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args)
-            call = ApplyCall(node.lineno, None) if unknown else ApplyCall(node.lineno, len(node.args), tuple(node.args))
+            call = (
+                ApplyCall(node.lineno, None, node=node) if unknown
+                else ApplyCall(node.lineno, len(node.args), tuple(node.args), node)
+            )
             calls.setdefault(owner, []).append(call)
         return calls
 
@@ -373,20 +368,8 @@ def _allocating_helpers(tree: ast.Module) -> FrozenSet[str]:
     )
 
 
-def _top_level_names(statement: ast.stmt) -> List[str]:
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [statement.name]
-    if isinstance(statement, (ast.Import, ast.ImportFrom)):
-        return [(alias.asname or alias.name).split(".")[0] for alias in statement.names]
-    # Anything else that may bind a name (an assignment, a loop, a with, a conditional definition):
-    # every name it stores.
-    names: List[str] = []
-    for node in ast.walk(statement):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.append(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
-    return names
+# What a statement binds, read one way for the whole engine (aliases and buffers read it from here).
+_top_level_names = statement_names
 
 
 def _only_allocates(function: ast.FunctionDef) -> bool:
@@ -408,13 +391,6 @@ def _allocates(node: ast.expr) -> bool:
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LAYOUT_METHODS:
         node = node.func.value
     return isinstance(node, ast.Call) and (ast_dotted(node.func) or "").rsplit(".", 1)[-1] in ALLOCATIONS
-
-
-def _is_literal(node: ast.expr) -> bool:
-    """A number, string or bool written out (``None`` is not: it may stand for an absent tensor)."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        node = node.operand
-    return isinstance(node, ast.Constant) and node.value is not None and node.value is not Ellipsis
 
 
 def _instantiated_name(call: ast.Call) -> Optional[str]:

@@ -8,7 +8,7 @@ parameters with no tensor use, names bound in loops — so that unsure means sil
 from __future__ import annotations
 
 import enum
-from typing import Dict, FrozenSet, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
@@ -23,6 +23,9 @@ from .model import (
 )
 from .names import ImportTable
 from .walk import children, cst_dotted, walk_scope
+
+if TYPE_CHECKING:
+    from .module_facts import HelperSignature, ModuleFacts
 
 # A budget against pathological code (deep nesting, long chains of names): past it, unknown. One
 # level takes up to five Python frames, and setup_context's inference of forward runs on the same
@@ -240,11 +243,18 @@ class TensorInference:
     """Answers ``kind(expression)`` inside one method of one Function class."""
 
     def __init__(
-        self, method: Method, model: ClassModel, imports: ImportTable, role: str, budget: Optional[_Budget] = None
+        self,
+        method: Method,
+        model: ClassModel,
+        imports: ImportTable,
+        role: str,
+        budget: Optional[_Budget] = None,
+        module: Optional["ModuleFacts"] = None,
     ) -> None:
         self.method = method
         self.model = model
         self.imports = imports
+        self.module = module  # what the module's own functions and callers say (None: look inside the class only)
         self.role = role  # which contract method's body this is: "forward", "setup_context", ...
         self.facts = method.facts
         signature = method.signature
@@ -407,6 +417,9 @@ class TensorInference:
 
     def _call_kind(self, node: cst.Call) -> Optional[Kind]:
         func = node.func
+        helper = self.helper(func)
+        if helper is not None and helper.returns is not Kind.UNKNOWN:
+            return helper.returns  # ``-> torch.Tensor``, ``-> int``: what the module's own function declares
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             dotted = _resolved(func, self.imports)
@@ -475,6 +488,22 @@ class TensorInference:
         if receiver is None:
             return None
         return Kind.TENSOR if receiver is Kind.TENSOR else Kind.UNKNOWN
+
+    def helper(self, func: cst.BaseExpression) -> Optional["HelperSignature"]:
+        """The signature of the same-module function ``func`` names: ``helper`` or ``Cls.helper`` (a
+        staticmethod), read where this body does not bind the name itself."""
+        if self.module is None:
+            return None
+        if isinstance(func, cst.Name):
+            if self._bound_here(func.value) or self.imports.resolve_name(func.value) is not None:
+                return None
+            return self.module.helper(func.value, self.model.site)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            owner = func.value.value
+            if self._bound_here(owner) or self.imports.resolve_name(owner) is not None:
+                return None
+            return self.module.static_helper(owner, func.attr.value, self.model.site)
+        return None
 
     # -- names ---------------------------------------------------------------------------------
     def _bound_here(self, name: str) -> bool:
@@ -564,6 +593,8 @@ class TensorInference:
         declared = annotation_kind(param.annotation, self.imports)
         if declared is Kind.NOT_TENSOR and self._used_as_tensor(param.name, rebound):
             return Kind.UNKNOWN  # ``threshold: float`` given to torch.sigmoid: the use outweighs the annotation
+        if declared is Kind.TENSOR and self._callers_pass_non_tensors(param):
+            return Kind.UNKNOWN  # ``step: torch.Tensor`` that every caller gives an int: the two disagree
         if declared is not Kind.UNKNOWN:
             return declared
         if self.role in ("backward", "vjp", "jvp") and param in signature.positional:
@@ -578,6 +609,20 @@ class TensorInference:
         if param.default is not None and _is_literal(param.default):
             return Kind.NOT_TENSOR  # ``scale=1.0``, ``inplace=False``
         return Kind.UNKNOWN
+
+    def _callers_pass_non_tensors(self, param: Param) -> bool:
+        """Every same-module ``apply`` call gives forward's input ``param`` a certain non-tensor (or leaves
+        it to a literal default), and there is at least one such call."""
+        if self.module is None or self.role != "forward":
+            return False
+        inputs = forward_inputs(self.model)
+        if inputs is None or param.name not in inputs.names:
+            return False
+        kinds = self.module.argument_kinds(self.model.name, inputs.names.index(param.name))
+        default_is_literal = param.default is not None and _is_literal(param.default)
+        return bool(kinds) and all(
+            kind is Kind.NOT_TENSOR or (kind is None and default_is_literal) for kind in kinds or ()
+        )
 
     def input_kind(self, param: Param) -> Kind:
         """What a forward input is, from its annotation, default and use in this body.
@@ -595,6 +640,11 @@ class TensorInference:
         # The index-th name of an unpacking of ``value``.
         if isinstance(value, cst.Attribute) and self._is_ctx(value.value) and value.attr.value == "saved_tensors":
             return Kind.TENSOR
+        if isinstance(value, cst.Call):
+            helper = self.helper(value.func)
+            elements = helper.return_elements if helper is not None else None
+            if elements is not None and binding.unpack_length == len(elements):
+                return elements[binding.index]  # ``out, lse = helper(...)`` with ``-> Tuple[Tensor, Tensor]``
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             if value.func.attr.value in SPLITTING_METHODS:
                 dotted = _resolved(value.func, self.imports)
@@ -615,7 +665,9 @@ class TensorInference:
             forward = self.model.method("forward")
             if forward is None or forward.node is None or forward is self.method:
                 return None
-            self._forward_inference = TensorInference(forward, forward.owner, self.imports, "forward", self._budget)
+            self._forward_inference = TensorInference(
+                forward, forward.owner, self.imports, "forward", self._budget, self.module
+            )
         return self._forward_inference
 
     def _setup_context_input(self, name: str, index: int) -> Optional[Kind]:
@@ -768,6 +820,16 @@ class _Evidence:
                 return
             if method in TENSOR_EVIDENCE_METHODS or (method in SIZED_TENSOR_ONLY_METHODS and positional):
                 self._use(receiver)
+        helper = self._inference.helper(func)
+        if helper is not None:
+            for index, value in enumerate(positional[:len(helper.positional)]):
+                if isinstance(value, cst.Name) and helper.positional[index] is Kind.TENSOR:
+                    self._use(value.value)  # passed to ``def helper(x: torch.Tensor)``
+            for arg in node.args:
+                if arg.keyword is not None and isinstance(arg.value, cst.Name):
+                    if helper.keywords.get(arg.keyword.value) is Kind.TENSOR:
+                        self._use(arg.value.value)
+            return
         dotted = _resolved(func, self._inference.imports)
         if dotted is None:
             return

@@ -16,9 +16,12 @@ from flake8_autograd.command.fixer import fix_text
 from flake8_autograd.command.runner import CheckOptions
 from flake8_autograd.conventions import ConventionError, CtxNames
 from flake8_autograd.engine.checker import check_module
-from flake8_autograd.rules import RULES
+from flake8_autograd.rules import PREVIEW_RULES, RULES
 from test_command import COMMAND
 from test_flake8_cli import flake8, output_codes
+
+# AGF002 is a preview rule: every check here runs with preview on.
+ALL_RULES = RULES + PREVIEW_RULES
 
 NAMED = textwrap.dedent(
     """\
@@ -53,7 +56,7 @@ def reported(source: str, names: CtxNames = CtxNames()) -> List[int]:
     lines = source_lines(source)
     return [
         finding.line
-        for finding in check_module(ast.parse(source), lines, "ops.py", (), RULES, ctx_names=names)
+        for finding in check_module(ast.parse(source), lines, "ops.py", (), ALL_RULES, ctx_names=names)
         if finding.code == "AGF002"
     ]
 
@@ -88,16 +91,16 @@ def test_the_message_and_the_fix_use_the_first_plain_name() -> None:
     names = CtxNames.parse(["*_ctx", "context"])
     lines = source_lines(NAMED)
     messages = [
-        finding.message for finding in check_module(ast.parse(NAMED), lines, "ops.py", (), RULES, ctx_names=names)
+        finding.message for finding in check_module(ast.parse(NAMED), lines, "ops.py", (), ALL_RULES, ctx_names=names)
     ]
     assert "AGF002 Scale.backward takes 'self' first; name the first parameter context" in messages
-    fixed, *_ = fix_text(NAMED, "ops.py", CheckOptions(ctx_names=names))
+    fixed, *_ = fix_text(NAMED, "ops.py", CheckOptions(ctx_names=names, preview=True))
     assert "def backward(context, grad):\n        return grad * 2" in fixed
     assert "def forward(_ctx, x):" in fixed and "def backward(func_ctx, grad):" in fixed
 
 
 def test_the_fix_leaves_accepted_names_alone() -> None:
-    fixed, *_ = fix_text(NAMED, "ops.py", CheckOptions())
+    fixed, *_ = fix_text(NAMED, "ops.py", CheckOptions(preview=True))
     assert "def forward(_ctx, x):  # unused" in fixed
     assert "def backward(func_ctx, grad):" in fixed
     assert "def forward(ctx, x):\n        return x * 2" in fixed
@@ -109,10 +112,12 @@ def test_the_fix_leaves_accepted_names_alone() -> None:
 
 def test_flake8_option_on_the_command_line(tmp_path: Path) -> None:
     (tmp_path / "ops.py").write_text(NAMED)
-    assert output_codes(flake8("--select", "AGF", "ops.py", cwd=tmp_path)) == ["AGF002"] * 2
-    strict = flake8("--select", "AGF", "--autograd-ctx-names", "ctx", "ops.py", cwd=tmp_path)
+    assert output_codes(flake8("--select", "AGF", "--autograd-preview", "ops.py", cwd=tmp_path)) == ["AGF002"] * 2
+    strict = flake8("--select", "AGF", "--autograd-preview", "--autograd-ctx-names", "ctx", "ops.py", cwd=tmp_path)
     assert output_codes(strict) == ["AGF002"] * 4
-    loose = flake8("--select", "AGF", "--autograd-ctx-names=ctx,context,self,*_ctx", "ops.py", cwd=tmp_path)
+    loose = flake8(
+        "--select", "AGF", "--autograd-preview", "--autograd-ctx-names=ctx,context,self,*_ctx", "ops.py", cwd=tmp_path
+    )
     assert loose.returncode == 0 and loose.stdout == ""
 
 
@@ -120,13 +125,13 @@ def test_flake8_option_on_the_command_line(tmp_path: Path) -> None:
 def test_flake8_option_from_a_config_file(tmp_path: Path, config_name: str) -> None:
     (tmp_path / "ops.py").write_text(NAMED)
     (tmp_path / config_name).write_text("[flake8]\nautograd-ctx-names =\n    ctx,\n    context\n")
-    result = flake8("--select", "AGF", "ops.py", cwd=tmp_path)
+    result = flake8("--select", "AGF", "--autograd-preview", "ops.py", cwd=tmp_path)
     assert [int(line.split(":")[1]) for line in result.stdout.splitlines()] == [UNDERSCORED, SUFFIXED, SELF]
 
 
 def test_flake8_refuses_an_unusable_name(tmp_path: Path) -> None:
     (tmp_path / "ops.py").write_text(NAMED)
-    result = flake8("--select", "AGF", "--autograd-ctx-names", "ctx,c-x", "ops.py", cwd=tmp_path)
+    result = flake8("--select", "AGF", "--autograd-preview", "--autograd-ctx-names", "ctx,c-x", "ops.py", cwd=tmp_path)
     assert result.returncode == 2
     assert "--autograd-ctx-names: 'c-x' is not a parameter name" in result.stderr
     assert "Traceback" not in result.stderr
@@ -136,7 +141,8 @@ def test_flake8_refuses_an_unusable_name(tmp_path: Path) -> None:
 
 
 def command(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([COMMAND, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    """The command with preview on (AGF002 is a preview rule)."""
+    return subprocess.run([COMMAND, "--preview", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def reported_lines(result: subprocess.CompletedProcess) -> List[int]:

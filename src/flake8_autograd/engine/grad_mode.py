@@ -12,7 +12,7 @@ its own decorators count. A class body runs where it is written and keeps the mo
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from .names import ImportTable, ast_dotted
 
@@ -33,18 +33,31 @@ OFF, ON, UNKNOWN = "off", "on", "unknown"
 def applied_only_without_grad(tree: ast.Module, imports: ImportTable, class_name: str) -> bool:
     """Whether ``class_name`` is used in the module, and only as ``class_name.apply(...)`` calls made where
     gradients are off (its own ``class`` statement aside)."""
-    uses = _ModeReader(imports, class_name).read(tree)
+    uses = _uses_by_name(tree, imports).get(class_name, [])
     return bool(uses) and all(is_applied and mode == OFF for is_applied, mode in uses)
 
 
-class _ModeReader:
-    def __init__(self, imports: ImportTable, class_name: str) -> None:
-        self.imports = imports
-        self.name = class_name
+# The last module read, with the uses of every name in it: one walk per module, not one per class (a
+# module of thousands of Function classes was quadratic). The tree is held so its id cannot be reused.
+_last_read: List[Tuple[ast.Module, ImportTable, Dict[str, List[Tuple[bool, str]]]]] = []
 
-    def read(self, tree: ast.Module) -> List[Tuple[bool, str]]:
-        """(whether it is an ``apply`` call, the grad mode there) for each reference to the class."""
-        uses: List[Tuple[bool, str]] = []
+
+def _uses_by_name(tree: ast.Module, imports: ImportTable) -> Dict[str, List[Tuple[bool, str]]]:
+    if _last_read and _last_read[0][0] is tree and _last_read[0][1] is imports:
+        return _last_read[0][2]
+    uses = _ModeReader(imports).read(tree)
+    _last_read[:] = [(tree, imports, uses)]
+    return uses
+
+
+class _ModeReader:
+    def __init__(self, imports: ImportTable) -> None:
+        self.imports = imports
+
+    def read(self, tree: ast.Module) -> Dict[str, List[Tuple[bool, str]]]:
+        """For each name loaded in the module: (whether it is the ``Cls`` of a ``Cls.apply(...)`` call, the
+        grad mode there) for each of its loads."""
+        uses: Dict[str, List[Tuple[bool, str]]] = {}
         applied: Set[int] = set()  # ids of the Name nodes that are the ``Cls`` of a ``Cls.apply(...)`` call
         pending: List[Tuple[ast.AST, str]] = [(statement, ON) for statement in reversed(tree.body)]
         while pending:
@@ -62,10 +75,10 @@ class _ModeReader:
                     inner = self._entered(item.context_expr, inner)
                 children = [(item, mode) for item in node.items] + [(statement, inner) for statement in node.body]
             else:
-                if isinstance(node, ast.Call) and _is_apply_of(node.func, self.name):
+                if isinstance(node, ast.Call) and _is_apply(node.func):
                     applied.add(id(node.func.value))  # type: ignore[attr-defined]
-                if isinstance(node, ast.Name) and node.id == self.name and isinstance(node.ctx, ast.Load):
-                    uses.append((id(node) in applied, mode))
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    uses.setdefault(node.id, []).append((id(node) in applied, mode))
                 children = [(child, mode) for child in ast.iter_child_nodes(node)]
             pending.extend(reversed(children))
         return uses
@@ -104,13 +117,8 @@ class _ModeReader:
         return self.imports.resolve_dotted(dotted)
 
 
-def _is_apply_of(func: ast.expr, class_name: str) -> bool:
-    return (
-        isinstance(func, ast.Attribute)
-        and func.attr == "apply"
-        and isinstance(func.value, ast.Name)
-        and func.value.id == class_name
-    )
+def _is_apply(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and func.attr == "apply" and isinstance(func.value, ast.Name)
 
 
 def _only_flag(call: ast.Call) -> Optional[object]:

@@ -16,7 +16,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the test extras install tomli before Python 3.11
     import tomli as tomllib
 
-DEFAULT_CODES = ("AGF001", "AGF002", "AGF003", "AGF004", "AGF005")
+# The codes whose judged precision the README states: the two on by default and the three that moved to
+# preview when it was measured.
+STATED_CODES = ("AGF001", "AGF002", "AGF003", "AGF004", "AGF005")
 Counts = Tuple[int, int, int]  # true, false, debatable
 
 
@@ -51,7 +53,7 @@ def current_judged_counts() -> Dict[str, Counts]:
 def test_readme_states_each_default_codes_judged_precision_as_the_report_does() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     current = current_judged_counts()
-    for code in DEFAULT_CODES:
+    for code in STATED_CODES:
         true, false, debatable = current[code]
         row = re.search(rf"^\| \[{code}\]\(docs/rules/{code}\.md\) \|.*\| (.+) \|$", readme, re.MULTILINE)
         assert row, f"README has no row for {code}"

@@ -29,7 +29,7 @@ def test_figures_on_both_splits() -> None:
     assert result.stdout.splitlines() == [
         "reviewed findings: 13 (6 true, 5 false, 2 debatable), 0 files not checked",
         # MissingStatic (the reviewed line) and both of Scale's; not Correct's, nor the other class's AGF001.
-        "false alarms remaining: 3 of 5",
+        "false alarms remaining: 3 of 5 (0 of them paired with a finding on another line)",
         # One of TwoGradients' two AGF004; MissingStatic's one AGF001 pairs with the false alarm on its line.
         "true findings still reported: 4 of 6 (66.7%)",
         "debatable remaining: 1 of 2",
@@ -42,17 +42,17 @@ def test_details_list_the_dev_projects_only() -> None:
     assert result.returncode == 0, result.stderr
     lines: List[str] = result.stdout.splitlines()
     assert lines[1:4] == [
-        "false alarms remaining: 1 of 3",
+        "false alarms remaining: 1 of 3 (0 of them paired with a finding on another line)",
         "true findings still reported: 4 of 6 (66.7%)",
         "debatable remaining: 0 of 1",
     ]
-    listed = [line.split(": ", 1)[0] + " " + line.split(" ")[2] for line in lines[5:]]
+    listed = [line.split(": ", 1)[0] + " " + line.split(": ", 1)[1].split(" ")[0] for line in lines[5:]]
     assert listed == [
         "false reported alpha/ops.py:8",
         "false gone alpha/layers/norm.py:20",
         "false gone alpha/ops.py:30",
         "true reported alpha/layers/norm.py:10",
-        "true reported alpha/ops.py:19",
+        "true reported on another line alpha/ops.py:19",  # CtxTensor's AGF003 is one line lower today
         "true reported alpha/ops.py:49",
         "true reported alpha/ops.py:78",
         "true gone alpha/ops.py:50",

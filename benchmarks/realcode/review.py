@@ -11,7 +11,9 @@ file, as score.py does. A finding of today counts for the innermost class whose 
 finding outside every class: the class its message names) and is matched to the reviewed findings of the
 same project, path, class and code; lines need not match, since code moves as the rules change. Within one
 class and code, findings on the reviewed line are paired first, the rest in line order, so a class with two
-false AGF005 reviewed and one AGF005 today keeps one false alarm.
+false AGF005 reviewed and one AGF005 today keeps one false alarm. A pairing on another line may be a
+different finding of the same class and code: the report says how many false alarms were paired so, and
+``--details`` marks each "reported on another line".
 
 Printed: the false alarms that remain, the true findings still reported, the debatable ones that remain,
 and whether the target (``MAX_FALSE_ALARMS``, ``MIN_TRUE_SHARE``) is met. ``--details`` lists the findings of
@@ -24,9 +26,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 # The folder of this script is on the path, run as a script or by the tests.
 from score import (
@@ -100,6 +102,12 @@ class ReviewCheck:
 
     reported: Dict[ReviewedFinding, bool]
     problems: List[Tuple[str, str]]  # (project/path, why it was not checked)
+    # Reported ones paired with a finding of the same class and code on another line: possibly another
+    # finding altogether (the matching rule counts them as the same; the report says how many).
+    elsewhere: Set[ReviewedFinding] = field(default_factory=set)
+
+    def count_elsewhere(self, verdict: str) -> int:
+        return sum(item.verdict == verdict for item in self.elsewhere)
 
     def count(self, verdict: str, reported: bool = True) -> int:
         return sum(item.verdict == verdict and now == reported for item, now in self.reported.items())
@@ -116,8 +124,11 @@ def _enclosing_class(line: int, text: str, spans: Dict[Tuple[int, str], Tuple[in
     return text.split(" ", 1)[0].split(".", 1)[0]
 
 
-def _pair(reviewed: Sequence[ReviewedFinding], current_lines: Sequence[int]) -> List[ReviewedFinding]:
-    """The reviewed findings of one class and code that today's findings account for."""
+def _pair(
+    reviewed: Sequence[ReviewedFinding], current_lines: Sequence[int]
+) -> Tuple[List[ReviewedFinding], List[ReviewedFinding]]:
+    """The reviewed findings of one class and code that today's findings account for: those on their
+    reviewed line, and those paired with a finding on another line."""
     left = sorted(current_lines)
     matched = []
     for item in reviewed:
@@ -125,7 +136,7 @@ def _pair(reviewed: Sequence[ReviewedFinding], current_lines: Sequence[int]) -> 
             left.remove(item.line)
             matched.append(item)
     rest = sorted((item for item in reviewed if item not in matched), key=lambda item: item.line)
-    return matched + rest[: len(left)]
+    return matched, rest[: len(left)]
 
 
 def check_review(
@@ -136,6 +147,7 @@ def check_review(
     for item in chosen:
         by_file.setdefault((item.project, item.path), []).append(item)
     reported = {item: False for item in chosen}
+    elsewhere: Set[ReviewedFinding] = set()
     problems = []
     for (project, relative), items in sorted(by_file.items()):
         checked = _check(cache / project / relative)
@@ -150,9 +162,11 @@ def check_review(
         for item in items:
             groups.setdefault((project, relative, item.class_name, item.code), []).append(item)
         for key, group in groups.items():
-            for item in _pair(group, current.get(key, [])):
+            on_line, moved = _pair(group, current.get(key, []))
+            for item in on_line + moved:
                 reported[item] = True
-    return ReviewCheck(reported, problems)
+            elsewhere.update(moved)
+    return ReviewCheck(reported, problems, elsewhere)
 
 
 def _share(part: int, whole: int) -> str:
@@ -170,7 +184,8 @@ def format_check(result: ReviewCheck, projects: Dict[str, Project], details: boo
     lines = [
         f"reviewed findings: {len(result.reported)} ({totals['true']} true, {totals['false']} false, "
         f"{totals['debatable']} debatable), {len(result.problems)} files not checked",
-        f"false alarms remaining: {false_left} of {totals['false']}",
+        f"false alarms remaining: {false_left} of {totals['false']}"
+        f" ({result.count_elsewhere('false')} of them paired with a finding on another line)",
         f"true findings still reported: {true_kept} of {totals['true']} ({_share(true_kept, totals['true'])})",
         f"debatable remaining: {debatable_left} of {totals['debatable']}",
         f"target (at most {MAX_FALSE_ALARMS} false alarms, at least {MIN_TRUE_SHARE:.0%} of the true findings): "
@@ -182,6 +197,8 @@ def format_check(result: ReviewCheck, projects: Dict[str, Project], details: boo
         order = {"false": 0, "true": 1, "debatable": 2}
         for item in sorted(shown, key=lambda item: (order[item.verdict], not result.reported[item], item.where)):
             status = "reported" if result.reported[item] else "gone"
+            if item in result.elsewhere:
+                status = "reported on another line"
             lines.append(f"{item.verdict} {status}: {item.where}: {item.reason}")
         hidden = len(result.reported) - len(shown)
         if hidden:

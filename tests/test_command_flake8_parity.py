@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 import pytest
 
 from conftest import fixture_paths
+from flake8_autograd.rules import PREVIEW_CODES
 from test_command import PROJECT_BASE, SCALE, run
 
 FLAKE8 = str(Path(sys.executable).parent / "flake8")
@@ -36,8 +37,9 @@ def assert_same(command: subprocess.CompletedProcess, reference: subprocess.Comp
 
 
 def test_every_fixture_gives_flake8s_findings(tmp_path: Path) -> None:
-    core = [str(path) for path in fixture_paths() if not path.name.startswith("agf1")]
-    preview = [str(path) for path in fixture_paths() if path.name.startswith("agf1")]
+    # As tests/test_fixtures.py: a preview rule's fixture with every rule on, a default rule's as installed.
+    preview = [str(path) for path in fixture_paths() if path.name[:6].upper() in PREVIEW_CODES]
+    core = [str(path) for path in fixture_paths() if path.name[:6].upper() not in PREVIEW_CODES]
     lines = assert_same(run(*core, cwd=tmp_path), flake8("--select", "AGF", *core, cwd=tmp_path))
     assert len(lines) > 50
     if preview:
@@ -50,10 +52,14 @@ def test_every_fixture_gives_flake8s_findings(tmp_path: Path) -> None:
 
 _HEAD = "import torch\n\n\nclass Scale(torch.autograd.Function):\n"
 _FORWARD = "    @staticmethod\n    def forward(ctx, x: torch.Tensor):\n"
-_STORE = _HEAD + _FORWARD + "        ctx.x = x{comment}\n        return x\n"
+_BACKWARD = "\n    @staticmethod\n    def backward(ctx, grad):\n        return grad\n"
+_STORE = _HEAD + _FORWARD + "        ctx.x = x{comment}\n        return x\n" + _BACKWARD
 _PLAIN = _STORE.format(comment="")
+# AGF003 is a preview rule: both sides run with every rule on.
+COMMAND_PREVIEW = ("--preview",)
+FLAKE8_PREVIEW = ("--select", "AGF", "--autograd-preview")
 
-# Each file holds one AGF003 (ctx.x = x), or AGF001/AGF002 for the legacy forwards, and a comment.
+# Each file holds one AGF003 (ctx.x = x), or AGF001/AGF002/AGF113 for the legacy forward, and a comment.
 NOQA_CASES: Dict[str, str] = {
     "bare": _STORE.format(comment="  # noqa"),
     "code": _STORE.format(comment="  # noqa: AGF003"),
@@ -68,11 +74,11 @@ NOQA_CASES: Dict[str, str] = {
     "in_a_string": _STORE.format(comment="; note = '# noqa'"),
     "in_a_multiline_string": _STORE.format(comment="; note = '''\n# noqa: AGF003\n'''"),
     "backslash_continuation": _HEAD + _FORWARD + "        ctx.x = \\\n            x  # noqa: AGF003\n"
-    "        return x\n",
+    "        return x\n" + _BACKWARD,
     "bracket_continuation": _HEAD + _FORWARD + "        ctx.x = (\n            x\n        )  # noqa: AGF003\n"
-    "        return x\n",
+    "        return x\n" + _BACKWARD,
     "legacy_def_over_lines": _HEAD + "    def forward(\n        self, x  # noqa: AGF002\n    ):\n        return x\n",
-    "comment_above": _HEAD + _FORWARD + "        # noqa: AGF003\n        ctx.x = x\n        return x\n",
+    "comment_above": _HEAD + _FORWARD + "        # noqa: AGF003\n        ctx.x = x\n        return x\n" + _BACKWARD,
     "file_noqa": "# flake8: noqa\n" + _PLAIN,
     "file_noqa_with_codes": "# flake8: noqa: AGF004\n" + _PLAIN,
     "file_noqa_indented": "    # flake8: noqa\n" + _PLAIN,
@@ -86,7 +92,7 @@ NOQA_CASES: Dict[str, str] = {
 def test_noqa_comments_silence_what_flake8s_silence(tmp_path: Path) -> None:
     for name, text in NOQA_CASES.items():
         (tmp_path / f"{name}.py").write_text(text, encoding="utf-8")
-    lines = assert_same(run(".", cwd=tmp_path), flake8("--select", "AGF", ".", cwd=tmp_path))
+    lines = assert_same(run(*COMMAND_PREVIEW, ".", cwd=tmp_path), flake8(*FLAKE8_PREVIEW, ".", cwd=tmp_path))
     reported = {Path(line.split(":")[0]).stem for line in lines}
     # What flake8 does, for the record: a comment counts on any physical line of the token run it sits
     # in (strings and backslash continuations join lines; brackets do not), codes compare
@@ -117,22 +123,35 @@ def test_decoding_and_positions_match_flake8(tmp_path: Path) -> None:
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
-    lines = assert_same(run(".", cwd=tmp_path), flake8("--select", "AGF", ".", cwd=tmp_path))
+    lines = assert_same(run(*COMMAND_PREVIEW, ".", cwd=tmp_path), flake8(*FLAKE8_PREVIEW, ".", cwd=tmp_path))
     assert {Path(line.split(":")[0]).name for line in lines} == set(files) - {
         "crlf_noqa.py", "crlf_multiline_string_noqa.py"
     }
 
 
 @pytest.mark.parametrize(
-    "select, ignore",
-    [("AGF003", ""), ("AGF", "AGF003"), ("AGF003", "AGF0"), ("AGF0", "AGF003,AGF001"), ("AGF1", "")],
+    "select, ignore, preview",
+    [
+        ("AGF001", "", False),
+        ("AGF", "AGF001", False),
+        ("AGF001", "AGF0", False),
+        ("AGF0", "AGF002,AGF005", False),
+        ("AGF1", "", False),
+        ("AGF0", "AGF005,AGF001", True),
+        ("AGF1", "", True),
+    ],
 )
-def test_select_and_ignore_match_flake8(tmp_path: Path, select: str, ignore: str) -> None:
+def test_select_and_ignore_match_flake8(tmp_path: Path, select: str, ignore: str, preview: bool) -> None:
+    # SCALE: AGF001 and AGF005; the legacy forward: AGF001, and AGF002 and AGF113 with preview.
     files = {"scale.py": SCALE, "legacy.py": _HEAD + "    def forward(self, x):\n        return x\n"}
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     options = ["--select", select] + (["--ignore", ignore] if ignore else [])
-    assert_same(run(*options, ".", cwd=tmp_path), flake8(*options, ".", cwd=tmp_path))
+    command_preview, flake8_preview = (["--preview"], ["--autograd-preview"]) if preview else ([], [])
+    lines = assert_same(
+        run(*command_preview, *options, ".", cwd=tmp_path), flake8(*flake8_preview, *options, ".", cwd=tmp_path)
+    )
+    assert bool(lines) == (select != "AGF1" or preview)
 
 
 def test_function_bases_and_stdin_match_flake8(tmp_path: Path) -> None:

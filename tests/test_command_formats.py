@@ -15,7 +15,7 @@ from test_command import SCALE, run, write
 
 REPOSITORY = "https://github.com/flake8-autograd/flake8-autograd"
 
-# A tensor expression with '%' in it: the message quotes it, so GitHub's escaping shows.
+# A tensor expression with '%' in it: AGF003's message (a preview rule) quotes it, so GitHub's escaping shows.
 MODULO = textwrap.dedent(
     """\
     import torch
@@ -26,6 +26,10 @@ MODULO = textwrap.dedent(
         def forward(ctx, x: torch.Tensor):
             ctx.rest = x % 2
             return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
     """
 )
 
@@ -41,7 +45,8 @@ def test_json_lists_every_finding_with_its_fields(tmp_path: Path) -> None:
     assert [f"{i['path']}:{i['line']}:{i['column']}: {i['code']} {i['message']}" for i in items] == (
         text.stdout.splitlines()
     )
-    assert [item["fixable"] for item in items] == [False, False]
+    # AGF001 has a fix (add @staticmethod); AGF005 has none.
+    assert [(item["code"], item["fixable"]) for item in items] == [("AGF001", True), ("AGF005", False)]
 
 
 def test_json_of_a_clean_run_is_an_empty_list(tmp_path: Path) -> None:
@@ -108,9 +113,8 @@ def test_sarif_describes_the_rules_and_locates_the_results(tmp_path: Path) -> No
     )
     assert located == [
         ("AGF001", "pkg/legacy.py", 5, 5),
-        ("AGF002", "pkg/legacy.py", 5, 17),
-        ("AGF003", "pkg/scale.py", 7, 9),
-        ("AGF004", "pkg/scale.py", 12, 9),
+        ("AGF001", "pkg/scale.py", 5, 5),
+        ("AGF005", "pkg/scale.py", 10, 5),
     ]
     for result in only_run["results"]:
         assert driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
@@ -128,16 +132,44 @@ def test_sarif_marks_preview_rules(tmp_path: Path) -> None:
     assert tagged == {rule.code for rule in PREVIEW_RULES}
 
 
+def test_sarif_locates_preview_results_at_their_columns(tmp_path: Path) -> None:
+    (only_run,) = sarif_log(tmp_path, "--preview")["runs"]
+    ids = [rule["id"] for rule in only_run["tool"]["driver"]["rules"]]
+    located = sorted(
+        (
+            result["ruleId"],
+            ids[result["ruleIndex"]],
+            result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            result["locations"][0]["physicalLocation"]["region"]["startLine"],
+            result["locations"][0]["physicalLocation"]["region"]["startColumn"],
+        )
+        for result in only_run["results"]
+    )
+    # The legacy forward's self parameter (AGF002) starts at column 17; the class has no backward (AGF113).
+    assert located == [
+        ("AGF001", "AGF001", "pkg/legacy.py", 5, 5),
+        ("AGF001", "AGF001", "pkg/scale.py", 5, 5),
+        ("AGF002", "AGF002", "pkg/legacy.py", 5, 17),
+        ("AGF005", "AGF005", "pkg/scale.py", 10, 5),
+        ("AGF113", "AGF113", "pkg/legacy.py", 5, 5),
+    ]
+
+
 def test_github_annotations_escape_what_the_runner_would_misread(tmp_path: Path) -> None:
     write(tmp_path, {"scale.py": SCALE, "a,b:c%.py": MODULO})
-    result = run("--format", "github", "scale.py", "a,b:c%.py", cwd=tmp_path)
+    result = run("--format", "github", "--preview", "scale.py", "a,b:c%.py", cwd=tmp_path)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
+    assert len(lines) == 3
     assert lines[0].startswith("::error file=a%2Cb%3Ac%25.py,line=7,col=9,title=AGF003::Mod.forward stores tensor ")
     assert "'x %25 2'" in lines[0]
     assert lines[1] == (
-        "::error file=scale.py,line=7,col=9,title=AGF003::Scale.forward stores tensor 'x' as ctx.x: an input kept "
-        "on ctx skips the in-place version check, so gradients can be silently wrong; pass it to "
-        "ctx.save_for_backward() and read ctx.saved_tensors in backward"
+        "::error file=scale.py,line=5,col=5,title=AGF001::Scale.forward must be a @staticmethod; add @staticmethod "
+        "above the def"
     )
-    assert lines[2].startswith("::error file=scale.py,line=12,col=9,title=AGF004::Scale.backward returns 1 gradient")
+    # A comma in the message stays: only the properties escape it.
+    assert lines[2] == (
+        "::error file=scale.py,line=10,col=5,title=AGF005::Scale.backward computes gradients for x, y without "
+        "checking ctx.needs_input_grad; compute each only when ctx.needs_input_grad[i] is true and return None "
+        "otherwise"
+    )

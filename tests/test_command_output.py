@@ -113,7 +113,8 @@ def test_a_closed_standard_error_keeps_the_summary_out_of_standard_output(
     tmp_path: Path, options: List[str]
 ) -> None:
     (tmp_path / "mul.py").write_text(BROKEN, encoding="utf-8")
-    result = shell(f"\"$F\" {' '.join(options)} mul.py 2>&-", cwd=tmp_path)
+    # With preview, BROKEN's AGF004 has no fix: something remains to report after --fix.
+    result = shell(f"\"$F\" --preview {' '.join(options)} mul.py 2>&-", cwd=tmp_path)
     assert result.returncode == 1
     assert b"fix" not in result.stdout.replace(b"--- a/", b"").replace(b"+++ b/", b"")
     if options == ["--diff"]:
@@ -248,7 +249,7 @@ def test_diff_refuses_a_file_outside_the_current_folder(tmp_path: Path) -> None:
     here = tmp_path / "out" / "a" / "b"
     here.mkdir(parents=True)
     (here / "inside.py").write_text(BROKEN, encoding="utf-8")
-    result = run("--diff", "../../../c/x.py", "inside.py", cwd=here)
+    result = run("--preview", "--diff", "../../../c/x.py", "inside.py", cwd=here)
     assert result.returncode == 2
     assert "../" not in result.stdout
     assert result.stdout.startswith("--- a/inside.py\n+++ b/inside.py\n@@ ")  # the other file's fixes still
@@ -266,5 +267,5 @@ def test_diff_of_a_clean_file_outside_the_current_folder_is_fine(tmp_path: Path)
     (tmp_path / "c" / "x.py").write_text(BROKEN_FIXED.replace("self", "ctx"), encoding="utf-8")
     here = tmp_path / "here"
     here.mkdir()
-    result = run("--diff", "../c/x.py", cwd=here)
-    assert (result.returncode, result.stdout) == (1, "")  # the AGF004 no fix repairs; nothing to name
+    result = run("--preview", "--diff", "../c/x.py", cwd=here)
+    assert (result.returncode, result.stdout) == (1, "")  # the AGF004 (preview) no fix repairs; nothing to name

@@ -89,7 +89,7 @@ def test_hook_fails_on_a_buggy_file_and_passes_once_fixed(tmp_path: Path) -> Non
 
     failed = _try_repo(hook_repository, "flake8-autograd", project, environment)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert "ops.py:7:9: AGF003" in failed.stdout and "ops.py:12:9: AGF004" in failed.stdout
+    assert "ops.py:5:5: AGF001" in failed.stdout and "ops.py:10:5: AGF005" in failed.stdout
     assert "clean.py" not in failed.stdout.split("- exit code: 1", 1)[-1]
 
     (project / "ops.py").write_text(CLEAN, encoding="utf-8")
@@ -99,7 +99,7 @@ def test_hook_fails_on_a_buggy_file_and_passes_once_fixed(tmp_path: Path) -> Non
     assert "Passed" in passed.stdout
 
 
-# Only fixable findings: AGF001 on forward, AGF002 on backward.
+# Only fixable findings: AGF001 on forward, AGF002 (preview) on backward.
 FIXABLE = """\
 import torch
 
@@ -112,6 +112,8 @@ class Double(torch.autograd.Function):
     def backward(self, grad):
         return grad * 2
 """
+# SCALE with its forward a staticmethod: only AGF005 (line 11), which no fix repairs.
+UNFIXABLE = SCALE.replace("    def forward", "    @staticmethod\n    def forward")
 
 
 @pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed (pip install -e '.[test]')")
@@ -123,7 +125,9 @@ def test_fix_hook_repairs_what_the_check_hook_reports(tmp_path: Path) -> None:
     project.mkdir()
     _git("init", "-q", cwd=project, environment=environment)
     (project / "ops.py").write_text(FIXABLE, encoding="utf-8")
-    (project / "scale.py").write_text(SCALE, encoding="utf-8")  # AGF003 and AGF004: no fix for them here
+    (project / "scale.py").write_text(UNFIXABLE, encoding="utf-8")
+    # Both hooks read the project's configuration: with preview on, AGF002 is reported and fixed too.
+    (project / "pyproject.toml").write_text("[tool.flake8-autograd]\npreview = true\n", encoding="utf-8")
     _git("add", "-A", cwd=project, environment=environment)
 
     checked = _try_repo(hook_repository, "flake8-autograd", project, environment)
@@ -135,11 +139,12 @@ def test_fix_hook_repairs_what_the_check_hook_reports(tmp_path: Path) -> None:
     assert "files were modified by this hook" in fixed.stdout
     repaired = (project / "ops.py").read_text(encoding="utf-8")
     assert repaired == FIXABLE.replace("    def forward", "    @staticmethod\n    def forward").replace("self", "ctx")
-    assert "scale.py:7:9: AGF003" in fixed.stdout and "ops.py" not in fixed.stdout.split("- exit code: 1", 1)[-1]
+    assert "scale.py:11:5: AGF005" in fixed.stdout and "ops.py" not in fixed.stdout.split("- exit code: 1", 1)[-1]
+    assert (project / "scale.py").read_text(encoding="utf-8") == UNFIXABLE
 
     _git("add", "-A", cwd=project, environment=environment)
     rechecked = _try_repo(hook_repository, "flake8-autograd", project, environment)
     assert "ops.py" not in rechecked.stdout.split("- exit code: 1", 1)[-1]  # only unfixable findings remain
-    assert "scale.py:7:9: AGF003" in rechecked.stdout
+    assert "scale.py:11:5: AGF005" in rechecked.stdout
     fixed_again = _try_repo(hook_repository, "flake8-autograd-fix", project, environment)
     assert "files were modified by this hook" not in fixed_again.stdout

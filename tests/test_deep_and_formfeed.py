@@ -241,13 +241,14 @@ def test_the_deepest_expressions_through_the_command(tmp_path: Path) -> None:
     written = write_deep_modules(tmp_path, COMMAND_DEPTHS, PLACES_READ_CLOSELY)
     assert len(written) == len(COMMAND_DEPTHS)
     result = subprocess.run([COMMAND, "--preview", "-j", "2", "."], cwd=tmp_path, capture_output=True, timeout=600)
-    run = Run(result)
+    run = Run(result, preview=True)
     run.assert_clean()
     assert_every_class_checked(run, written)
 
 
 # -- form feeds in indentation ----------------------------------------------------------------------
-# Two classes, one nested in a function; AGF001, AGF002 and AGF004 in each, all with a fix.
+# Two classes, one nested in a function; AGF001, AGF002 and AGF004 in each, all with a fix. AGF002 and
+# AGF004 are preview rules: the tests below turn preview on, so that every finding and fix is there.
 FORM_FEED_BASE = textwrap.dedent(
     """\
     import torch
@@ -329,7 +330,8 @@ def form_feed_files(tmp_path: Path) -> Path:
 
 
 def test_the_base_file_has_its_findings(form_feed_files: Path) -> None:
-    codes = [code for _line, _column, code in _reports(flake8(form_feed_files, "base.py").stdout)["base.py"]]
+    run = flake8(form_feed_files, "base.py", preview=True)
+    codes = [code for _line, _column, code in _reports(run.stdout)["base.py"]]
     assert sorted(codes) == ["AGF001", "AGF001", "AGF002", "AGF002", "AGF004", "AGF004"]
 
 
@@ -337,9 +339,10 @@ def test_the_base_file_has_its_findings(form_feed_files: Path) -> None:
 def test_a_form_feed_in_indentation_changes_no_finding(form_feed_files: Path, executable: str) -> None:
     """Python starts counting the indentation over at a form feed; the class was once skipped."""
     if executable == "flake8":
-        run = flake8(form_feed_files, ".")
+        run = flake8(form_feed_files, ".", preview=True)
     else:
-        run = Run(subprocess.run([COMMAND, "."], cwd=form_feed_files, capture_output=True, timeout=120))
+        command = [COMMAND, "--preview", "."]
+        run = Run(subprocess.run(command, cwd=form_feed_files, capture_output=True, timeout=120), preview=True)
     run.assert_clean()
     reports = _reports(run.stdout)
     for name in FORM_FEEDS:
@@ -348,10 +351,11 @@ def test_a_form_feed_in_indentation_changes_no_finding(form_feed_files: Path, ex
 
 def test_fixes_keep_the_form_feed(form_feed_files: Path) -> None:
     """Fixes apply around a form feed, and keep it; on its line too, except an insertion before it."""
-    result = subprocess.run([COMMAND, "--fix", "base.py"], cwd=form_feed_files, capture_output=True, timeout=120)
+    command = [COMMAND, "--preview", "--fix"]
+    result = subprocess.run([*command, "base.py"], cwd=form_feed_files, capture_output=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     fixed_base = (form_feed_files / "base.py").read_text()
-    result = subprocess.run([COMMAND, "--fix", "."], cwd=form_feed_files, capture_output=True, timeout=120)
+    result = subprocess.run([*command, "."], cwd=form_feed_files, capture_output=True, timeout=120)
     assert result.returncode == 1 and b"Traceback" not in result.stderr, result.stderr
     left = result.stdout.decode()
     for name, (line, prefix, edited) in FORM_FEEDS.items():
@@ -401,7 +405,7 @@ def test_form_feeds_elsewhere_stay_in_the_text_libcst_parses() -> None:
     assert segment.module.code == segment.text  # libcst gives back what it parsed: its positions hold
     assert segment.text.count("\x0c") == 4  # the comment line, the bracket, the continuation, the string
     assert segment.column_shifts == {6: 6, 7: 1, 8: 1, 14: 1, 19: 1}
-    findings = [(finding.line, finding.column, finding.code) for finding in lint(FORM_FEEDS_EVERYWHERE)]
+    findings = [(finding.line, finding.column, finding.code) for finding in lint(FORM_FEEDS_EVERYWHERE, preview=True)]
     # Columns as Python counts characters in the file: the form feeds are characters of the line.
     assert findings == [(14, 9, "AGF003"), (19, 9, "AGF004")]
 
@@ -412,7 +416,7 @@ def test_a_fix_on_a_line_with_a_form_feed_lands_at_the_file_columns() -> None:
         "\x0c        self.save_for_backward(x)\n        return x * 2\n\n"
         "    @staticmethod\n    def backward(ctx, grad):\n        return grad * 2\n"
     )
-    fixed, count, _, _ = fix_text(source, "example.py", CheckOptions())
+    fixed, count, _, _ = fix_text(source, "example.py", CheckOptions(preview=True))  # AGF002's rename
     assert count == 1
     assert "    def forward(ctx, x):\n\x0c        ctx.save_for_backward(x)\n" in fixed
 
@@ -430,7 +434,7 @@ def test_a_helper_too_deep_for_libcst_is_not_followed_and_nothing_crashes(tmp_pa
         "    @staticmethod\n    def backward(ctx, grad):\n        return grad\n"
     )
     result = subprocess.run([COMMAND, "--preview", "deep_helper.py"], cwd=tmp_path, capture_output=True, timeout=300)
-    run = Run(result)
+    run = Run(result, preview=True)
     run.assert_clean()
     assert "deep_helper.py:11:5: AGF001" in result.stdout.decode()  # the class itself is still checked
 
@@ -446,7 +450,7 @@ def test_a_test_of_a_thousand_or_operands_loses_no_finding() -> None:
         "        ctx.k = x\n        return x * 2\n\n"
         "    @staticmethod\n    def backward(ctx, grad):\n        return grad * 2, None\n"
     )
-    assert [(finding.line, finding.code) for finding in lint(source)] == [(9, "AGF003")]
+    assert [(finding.line, finding.code) for finding in lint(source, preview=True)] == [(9, "AGF003")]
 
 
 def _function_then(tail: str) -> str:
@@ -495,5 +499,7 @@ def test_integer_kind_of_a_chain_of_twice_bound_names_is_judged_once_per_name(mo
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(counting, "is_integer_tensor", counted)
-    assert lint(source) == []  # the only output is an integer tensor: backward never runs
+    # With every rule on: AGF004 counts the gradients due, which asks whether each output is an integer tensor.
+    assert lint(source, preview=True) == []  # the only output is an integer tensor: backward never runs
+    assert calls
     assert len(calls) < 400

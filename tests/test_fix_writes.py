@@ -28,7 +28,8 @@ from flake8_autograd.command.runner import CheckOptions
 from test_command import COMMAND, run
 
 # The LegacyRelu class of examples/: AGF001 (forward is not a staticmethod) and AGF002 (its first
-# argument is ``self``), both fixable, and nothing else.
+# argument is ``self``), both fixable, and nothing else. AGF002 is a preview rule: every run here turns
+# preview on, so that both fixes are written.
 LEGACY_RELU = textwrap.dedent(
     """\
     import torch
@@ -72,7 +73,7 @@ def test_owner_group_and_mode_are_kept(tmp_path: Path) -> None:
     path = legacy_file(tmp_path)
     os.chown(path, OTHER_USER, OTHER_USER)
     os.chmod(path, 0o640)
-    assert_fixed_everything(run("--fix", path.name, cwd=tmp_path))
+    assert_fixed_everything(run("--preview", "--fix", path.name, cwd=tmp_path))
     assert path.read_text(encoding="utf-8") == LEGACY_RELU_FIXED
     status = os.stat(path)
     assert (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (OTHER_USER, OTHER_USER, 0o640)
@@ -82,7 +83,7 @@ def test_owner_group_and_mode_are_kept(tmp_path: Path) -> None:
 def test_a_group_other_than_the_users_own_is_kept(tmp_path: Path) -> None:
     path = legacy_file(tmp_path)
     os.chown(path, os.geteuid(), NOBODY)  # the user's own file, in a shared group
-    assert_fixed_everything(run("--fix", path.name, cwd=tmp_path))
+    assert_fixed_everything(run("--preview", "--fix", path.name, cwd=tmp_path))
     assert os.stat(path).st_gid == NOBODY
     assert path.read_text(encoding="utf-8") == LEGACY_RELU_FIXED
 
@@ -93,7 +94,7 @@ def test_extended_attributes_are_kept(tmp_path: Path) -> None:
         os.setxattr(path, "user.origin", b"kept")
     except (AttributeError, OSError) as error:  # no xattrs on this system or filesystem
         pytest.skip(f"extended attributes are not available here: {error}")
-    assert_fixed_everything(run("--fix", path.name, cwd=tmp_path))
+    assert_fixed_everything(run("--preview", "--fix", path.name, cwd=tmp_path))
     assert path.read_text(encoding="utf-8") == LEGACY_RELU_FIXED
     assert os.getxattr(path, "user.origin") == b"kept"
 
@@ -103,7 +104,7 @@ def test_hard_links_keep_sharing_the_fixed_file(tmp_path: Path) -> None:
     other_name = tmp_path / "alias.py"
     os.link(path, other_name)
     inode = os.stat(path).st_ino
-    assert_fixed_everything(run("--fix", path.name, cwd=tmp_path))
+    assert_fixed_everything(run("--preview", "--fix", path.name, cwd=tmp_path))
     assert os.stat(path).st_ino == os.stat(other_name).st_ino == inode
     assert other_name.read_text(encoding="utf-8") == LEGACY_RELU_FIXED
 
@@ -120,7 +121,7 @@ def test_a_plain_file_is_still_replaced_at_once(tmp_path: Path, monkeypatch: pyt
 
     monkeypatch.setattr(os, "replace", recording_replace)
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["--fix", path.name]) == 0
+    assert cli.main(["--preview", "--fix", path.name]) == 0
     assert replaced == [LEGACY_RELU_FIXED]
     assert sorted(entry.name for entry in tmp_path.iterdir()) == [path.name]
 
@@ -128,7 +129,7 @@ def test_a_plain_file_is_still_replaced_at_once(tmp_path: Path, monkeypatch: pyt
 def test_a_file_name_too_long_for_a_temporary_name_is_fixed(tmp_path: Path) -> None:
     name_max = os.pathconf(tmp_path, "PC_NAME_MAX")
     path = legacy_file(tmp_path, "r" * (name_max - len(".py")) + ".py")
-    assert_fixed_everything(run("--fix", path.name, cwd=tmp_path))
+    assert_fixed_everything(run("--preview", "--fix", path.name, cwd=tmp_path))
     assert path.read_text(encoding="utf-8") == LEGACY_RELU_FIXED
     assert sorted(entry.name for entry in tmp_path.iterdir()) == [path.name]  # no temporary file left
 
@@ -139,7 +140,7 @@ def test_a_file_name_too_long_for_a_temporary_name_is_fixed(tmp_path: Path) -> N
 def test_a_read_only_file_is_left_as_it_is_and_its_findings_reported(tmp_path: Path) -> None:
     path = legacy_file(tmp_path)
     os.chmod(path, 0o444)  # root may write it all the same: the mode must be enough to refuse
-    result = run("--fix", "--format", "json", path.name, cwd=tmp_path)
+    result = run("--preview", "--fix", "--format", "json", path.name, cwd=tmp_path)
     assert result.returncode == 2
     assert f"{path.name}: is read-only; left as it is" in result.stderr
     assert "fixed 0 of 2 findings in 0 files" in result.stderr
@@ -163,7 +164,7 @@ def test_a_file_changed_while_it_was_fixed_keeps_its_findings(
 
     monkeypatch.setattr(fixer, "fix_source", fix_then_edit)
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["--fix", path.name]) == 2
+    assert cli.main(["--preview", "--fix", path.name]) == 2
     output = capsys.readouterr()
     assert [line.split(" ", 1)[1].split()[0] for line in output.out.splitlines()] == ["AGF001", "AGF002"]
     assert f"{path.name}: changed while it was being fixed; left as it is" in output.err
@@ -209,14 +210,14 @@ def test_a_writable_file_in_a_read_only_folder_is_fixed_in_place(folder_for_nobo
     path = legacy_file(folder_for_nobody)
     os.chown(path, NOBODY, NOBODY)
     os.chmod(folder_for_nobody, 0o555)  # no temporary file can be made beside it
-    assert_fixed_everything(run_as_nobody("--fix", path.name, cwd=folder_for_nobody))
+    assert_fixed_everything(run_as_nobody("--preview", "--fix", path.name, cwd=folder_for_nobody))
     assert path.read_text(encoding="utf-8") == LEGACY_RELU_FIXED
 
 
 @needs_root
 def test_a_file_the_user_may_not_write_is_refused_with_its_findings(folder_for_nobody: Path) -> None:
     path = legacy_file(folder_for_nobody)  # root's, 0644: nobody may read it but not write it
-    result = run_as_nobody("--fix", path.name, cwd=folder_for_nobody)
+    result = run_as_nobody("--preview", "--fix", path.name, cwd=folder_for_nobody)
     assert result.returncode == 2
     assert f"{path.name}: is read-only; left as it is" in result.stderr
     assert [line.split(" ", 1)[1].split()[0] for line in result.stdout.splitlines()] == ["AGF001", "AGF002"]
@@ -228,7 +229,7 @@ def test_the_fixer_reports_the_findings_of_a_file_it_could_not_write(tmp_path: P
     """In-process, for any write error: the findings are those of the file as it stands."""
     path = legacy_file(tmp_path)
     os.chmod(path, 0o555)
-    result = fixer.fix_file(str(path), CheckOptions(), write=True)
+    result = fixer.fix_file(str(path), CheckOptions(preview=True), write=True)
     assert result.fixed == 0 and result.before == result.after == LEGACY_RELU.encode()
     assert result.outcome.error == "is read-only; left as it is"
     assert [(report.code, report.fixable) for report in result.outcome.reports] == [
@@ -252,7 +253,7 @@ def test_a_write_in_place_that_fails_puts_the_old_bytes_back(tmp_path: Path, mon
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(fixer, "_write_from_start", write_half_then_fail)
-    result = fixer.fix_file(str(path), CheckOptions(), write=True)
+    result = fixer.fix_file(str(path), CheckOptions(preview=True), write=True)
     assert len(calls) == 2
     assert path.read_text(encoding="utf-8") == LEGACY_RELU
     assert result.outcome.error == f"cannot write the fixes: {os.strerror(errno.ENOSPC)}"
@@ -275,23 +276,23 @@ def file_and_link(tmp_path: Path) -> Path:
 
 
 def test_a_file_and_a_link_to_it_are_fixed_and_counted_once(file_and_link: Path) -> None:
-    shown = run("--diff", "a.py", "b.py", cwd=file_and_link)
+    shown = run("--preview", "--diff", "a.py", "b.py", cwd=file_and_link)
     assert "would fix 2 of 2 findings in 1 file" in shown.stderr
     assert shown.stdout.count("--- a/") == 1 and "--- a/a.py\n" in shown.stdout
-    fixed = run("--fix", "a.py", "b.py", cwd=file_and_link)
+    fixed = run("--preview", "--fix", "a.py", "b.py", cwd=file_and_link)
     assert_fixed_everything(fixed)
     assert (file_and_link / "a.py").read_text(encoding="utf-8") == LEGACY_RELU_FIXED
     assert (file_and_link / "b.py").is_symlink()
 
 
 def test_a_file_and_a_link_to_it_are_checked_once_under_the_first_name(file_and_link: Path) -> None:
-    result = run("b.py", ".", cwd=file_and_link)
+    result = run("--preview", "b.py", ".", cwd=file_and_link)
     assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["b.py", "b.py"]
 
 
 def test_a_file_and_a_hard_link_to_it_are_fixed_and_counted_once(tmp_path: Path) -> None:
     legacy_file(tmp_path, "a.py")
     os.link(tmp_path / "a.py", tmp_path / "b.py")
-    result = run("--fix", "-j", "2", "b.py", "a.py", cwd=tmp_path)
+    result = run("--preview", "--fix", "-j", "2", "b.py", "a.py", cwd=tmp_path)
     assert_fixed_everything(result)
     assert (tmp_path / "a.py").read_text(encoding="utf-8") == LEGACY_RELU_FIXED

@@ -25,7 +25,8 @@ from test_command import COMMAND, run
 PATCH = shutil.which("patch")
 GIT = shutil.which("git")
 
-# AGF001 on forward, AGF002 on backward; AGF004 that no fix can repair (y may be a tensor).
+# AGF001 on forward, AGF002 on backward; AGF004 that no fix can repair (y may be a tensor). AGF002 and
+# AGF004 are preview rules: tests of what --fix repairs turn preview on; by default only AGF001 is fixed.
 BROKEN = textwrap.dedent(
     """\
     import torch
@@ -60,12 +61,12 @@ def tree_bytes(folder: Path) -> Dict[str, bytes]:
 
 def test_fix_writes_reports_what_remains_and_counts_on_stderr(tmp_path: Path) -> None:
     (tmp_path / "mul.py").write_text(BROKEN, encoding="utf-8")
-    result = run("--fix", "mul.py", cwd=tmp_path)
+    result = run("--preview", "--fix", "mul.py", cwd=tmp_path)
     assert (tmp_path / "mul.py").read_text(encoding="utf-8") == BROKEN_FIXED
     assert result.returncode == 1  # the AGF004 remains
     assert [line.split()[1] for line in result.stdout.splitlines()] == ["AGF004"]
     assert "fixed 2 of 3 findings in 1 file" in result.stderr
-    again = run("--fix", "mul.py", cwd=tmp_path)
+    again = run("--preview", "--fix", "mul.py", cwd=tmp_path)
     assert "fixed 0 of 1 finding in 0 files" in again.stderr
     assert (tmp_path / "mul.py").read_text(encoding="utf-8") == BROKEN_FIXED
 
@@ -86,7 +87,7 @@ def test_fix_exits_0_once_everything_is_fixed(tmp_path: Path) -> None:
         """
     )
     (tmp_path / "mul.py").write_text(source, encoding="utf-8")
-    result = run("--fix", "mul.py", cwd=tmp_path)
+    result = run("--preview", "--fix", "mul.py", cwd=tmp_path)
     assert (result.returncode, result.stdout) == (0, "")
     assert "fixed 2 of 2 findings in 1 file" in result.stderr
 
@@ -94,12 +95,24 @@ def test_fix_exits_0_once_everything_is_fixed(tmp_path: Path) -> None:
 def test_diff_writes_nothing_and_prints_a_patch(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "mul.py").write_text(BROKEN, encoding="utf-8")
-    result = run("--diff", ".", cwd=tmp_path)
+    result = run("--preview", "--diff", ".", cwd=tmp_path)
     assert (tmp_path / "pkg" / "mul.py").read_text(encoding="utf-8") == BROKEN
     assert result.returncode == 1
     assert result.stdout.startswith("--- a/pkg/mul.py\n+++ b/pkg/mul.py\n@@ ")
     assert "+    @staticmethod\n" in result.stdout and "-    def backward(self, grad):\n" in result.stdout
     assert "would fix 2 of 3 findings in 1 file" in result.stderr
+
+
+def test_fix_without_preview_repairs_only_what_the_default_rules_report(tmp_path: Path) -> None:
+    (tmp_path / "mul.py").write_text(BROKEN, encoding="utf-8")
+    result = run("--fix", "mul.py", cwd=tmp_path)
+    # AGF001's decorator is added; the preview AGF002's self stays, and AGF004 is not reported.
+    only_default = BROKEN.replace("    def forward", "    @staticmethod\n    def forward")
+    assert (tmp_path / "mul.py").read_text(encoding="utf-8") == only_default
+    assert (result.returncode, result.stdout) == (0, "")
+    assert "fixed 1 of 1 finding in 1 file" in result.stderr
+    shown = run("--diff", "mul.py", cwd=tmp_path)
+    assert (shown.returncode, shown.stdout) == (0, "")
 
 
 def test_fix_refuses_standard_input_but_diff_reads_it(tmp_path: Path) -> None:
@@ -169,7 +182,7 @@ def test_encoding_bom_newlines_and_mode_are_kept(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes(data)
     os.chmod(tmp_path / "crlf.py", 0o750)
     os.chmod(tmp_path / "latin.py", 0o604)
-    result = run("--fix", ".", cwd=tmp_path)
+    result = run("--preview", "--fix", ".", cwd=tmp_path)
     assert "fixed 10 of 15 findings in 5 files" in result.stderr, result.stderr
     for name, data in expected.items():
         assert (tmp_path / name).read_bytes() == data, name
@@ -190,7 +203,7 @@ def test_files_are_replaced_atomically(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(os, "replace", recording_replace)
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["--fix", "mul.py"]) == 1
+    assert cli.main(["--preview", "--fix", "mul.py"]) == 1
     assert len(replaced) == 1
     temporary, target = replaced[0]
     assert Path(temporary).parent == Path(target).parent == tmp_path.resolve()
@@ -204,7 +217,7 @@ def test_a_symbolic_link_is_followed_not_replaced(tmp_path: Path) -> None:
         (tmp_path / "link.py").symlink_to("real.py")
     except OSError:
         pytest.skip("symbolic links are not available here")
-    run("--fix", "link.py", cwd=tmp_path)
+    run("--preview", "--fix", "link.py", cwd=tmp_path)
     assert (tmp_path / "link.py").is_symlink()
     assert (tmp_path / "real.py").read_text(encoding="utf-8") == BROKEN_FIXED
 
@@ -247,5 +260,7 @@ def test_diff_applied_gives_the_bytes_fix_writes(tmp_path: Path, tool: str) -> N
 
 def test_python_dash_m_fixes_too(tmp_path: Path) -> None:
     (tmp_path / "mul.py").write_text(BROKEN, encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "flake8_autograd", "--fix", "mul.py"], cwd=tmp_path, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "flake8_autograd", "--preview", "--fix", "mul.py"], cwd=tmp_path, timeout=300
+    )
     assert (tmp_path / "mul.py").read_text(encoding="utf-8") == BROKEN_FIXED

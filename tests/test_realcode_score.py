@@ -55,15 +55,15 @@ def test_scores_both_splits_with_preview_codes() -> None:
         "dev": {
             ("AGF001", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
             # HiddenTensor: the linter cannot see make_cache returns a tensor (a miss)
-            ("AGF003", "default"): ["2", "1", "1", "0", "1", "1.000", "0.500"],
+            ("AGF003", "preview"): ["2", "1", "1", "0", "1", "1.000", "0.500"],
             # TwoGradients: labelled after the adjudication against the label
-            ("AGF004", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
+            ("AGF004", "preview"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
             # SavesTwice is labelled clean; the unlabelled class's AGF001 is not counted
             ("AGF101", "preview"): ["0", "1", "0", "1", "0", "0.000", "—"],
             # Instantiated: the finding is at module level and names the class
             ("AGF111", "preview"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
-            ("total", "default"): ["4", "3", "3", "0", "1", "1.000", "0.750"],
-            ("total", "preview"): ["1", "2", "1", "1", "0", "0.500", "1.000"],
+            ("total", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
+            ("total", "preview"): ["4", "4", "3", "1", "1", "0.750", "0.750"],
         },
         "test": {
             ("AGF001", "default"): ["2", "2", "2", "0", "0", "1.000", "1.000"],
@@ -86,15 +86,15 @@ def test_scores_both_splits_with_preview_codes() -> None:
 def test_default_run_scores_dev_split_without_preview_codes() -> None:
     result = score()
     assert result.returncode == 0, result.stderr
+    # AGF003 and AGF004 are preview codes: their labels and findings are left out with AGF101's.
     assert tables(result.stdout) == {
         "dev": {
             ("AGF001", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
-            ("AGF003", "default"): ["2", "1", "1", "0", "1", "1.000", "0.500"],
-            ("AGF004", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
-            ("total", "default"): ["4", "3", "3", "0", "1", "1.000", "0.750"],
+            ("total", "default"): ["1", "1", "1", "0", "0", "1.000", "1.000"],
         }
     }
-    assert "AGF101" not in result.stdout
+    for code in ("AGF003", "AGF004", "AGF101"):
+        assert code not in result.stdout
 
 
 def test_details_name_the_lines_of_each_disagreement() -> None:

@@ -572,7 +572,7 @@ def add_data_arguments(parser: argparse.ArgumentParser, data_files: str, split_d
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     add_data_arguments(parser, "projects.toml and labels/", "dev", "which projects to score")
-    parser.add_argument("--preview", action="store_true", help="also show the preview codes (AGF1xx)")
+    parser.add_argument("--preview", action="store_true", help="also show the preview codes (AGF002-AGF004, AGF1xx)")
     parser.add_argument("--details", action="store_true", help="list every class and code where the counts differ")
     parser.add_argument(
         "--list-test-findings",

@@ -74,3 +74,10 @@ def test_malformed_data_exits_2(tmp_path: Path) -> None:
     (tmp_path / "reviewed.toml").write_text((entry + 'verdict = "true"\nreason = ""\n') * 2)
     result = review(data=tmp_path)
     assert result.returncode == 2 and "listed twice" in result.stderr
+
+
+def test_splits_are_those_of_the_review() -> None:
+    # The review judged dev and test projects only: holdout is no choice of review.py.
+    for split in ("holdout", "all"):
+        result = review("--split", split)
+        assert result.returncode == 2 and "invalid choice" in result.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "realcode"))
 
@@ -46,3 +47,61 @@ def test_function_classes_and_a_reproducible_draw(tmp_path: Path) -> None:
     assert sample.draw(found, 10, seed=7) == found  # fewer classes than asked: all of them
     text = sample.packet(found[0], root)
     assert text.startswith("# proj: pkg/ops.py:5 class A\n") and "    5  class A(torch.autograd.Function):" in text
+
+
+MANIFEST = """\
+[[project]]
+name = "seen"
+split = "dev"
+
+[[project]]
+name = "judged"
+split = "test"
+
+[[project]]
+name = "unseen"
+split = "holdout"
+"""
+
+
+def one_project_per_split(tmp_path: Path) -> Path:
+    """A manifest of one project per split, each holding SOURCE's four classes, in a cache beside it."""
+    (tmp_path / "projects.toml").write_text(MANIFEST, encoding="utf-8")
+    for name in ("seen", "judged", "unseen"):
+        (tmp_path / "cache" / name).mkdir(parents=True)
+        (tmp_path / "cache" / name / "ops.py").write_text(SOURCE, encoding="utf-8")
+    return tmp_path
+
+
+def drawn_projects(path: Path) -> List[str]:
+    return sorted({line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines()})
+
+
+def test_both_keeps_to_dev_and_test_and_all_adds_holdout() -> None:
+    rows = [
+        {"name": "seen", "split": "dev"},
+        {"name": "judged", "split": "test"},
+        {"name": "unseen", "split": "holdout"},
+    ]
+    assert sample.projects_of(rows, "both") == ["seen", "judged"]
+    assert sample.projects_of(rows, "all") == ["seen", "judged", "unseen"]
+    assert sample.projects_of(rows, "holdout") == ["unseen"]
+
+
+def test_holdout_is_drawn_alone_with_its_own_seed(tmp_path: Path) -> None:
+    root = one_project_per_split(tmp_path)
+    output = root / "sample-holdout.txt"
+    arguments = ["--manifest", str(root / "projects.toml"), "--cache", str(root / "cache"), "--count", "2"]
+    assert sample.main([*arguments, "--split", "holdout", "--output", str(output), "--packets", str(root / "p")]) == 0
+    assert drawn_projects(output) == ["unseen"]
+    classes = list(sample.function_classes("unseen", root / "cache" / "unseen"))
+    expected = sample.draw(classes, 2, seed=20261124)
+    assert output.read_text(encoding="utf-8") == "".join(found.row() + "\n" for found in expected)
+    assert sorted(path.name for path in (root / "p").iterdir()) == ["0000.txt", "0001.txt"]
+    # The default population is dev and test, as before the holdout split; it needs no holdout folder.
+    (root / "cache" / "unseen" / "ops.py").unlink()
+    (root / "cache" / "unseen").rmdir()
+    both = root / "sample.txt"
+    assert sample.main([*arguments, "--count", "8", "--output", str(both)]) == 0
+    assert drawn_projects(both) == ["judged", "seen"]
+    assert sample.main([*arguments, "--split", "all", "--output", str(both)]) == 2  # unseen is not fetched

@@ -1,4 +1,4 @@
-"""The real-code benchmark's scorer on a tiny fixture: two projects already in a cache folder, labels
+"""The real-code benchmark's scorer on a tiny fixture: three projects already in a cache folder, labels
 that the linter partly disagrees with, adjudications and judgements. No network."""
 
 from __future__ import annotations
@@ -83,6 +83,23 @@ def test_scores_both_splits_with_preview_codes() -> None:
     assert HEADER == lines[1].split()
 
 
+def test_holdout_split_is_scored_alone_or_with_all_never_with_both() -> None:
+    holdout = {
+        # Double is labelled clean: its AGF001 is a false alarm.
+        ("AGF001", "default"): ["1", "2", "1", "1", "0", "0.500", "1.000"],
+        ("total", "default"): ["1", "2", "1", "1", "0", "0.500", "1.000"],
+    }
+    alone = score("--split", "holdout")
+    assert alone.returncode == 0, alone.stderr
+    assert tables(alone.stdout) == {"holdout": holdout}
+    assert "holdout split: 1 project, 2 labelled classes (1 clean), 0 missing" in alone.stdout.splitlines()
+    every = score("--split", "all")
+    assert every.returncode == 0, every.stderr
+    assert list(tables(every.stdout)) == ["dev", "test", "holdout"]
+    assert tables(every.stdout)["holdout"] == holdout
+    assert "holdout" not in score("--split", "both").stdout
+
+
 def test_default_run_scores_dev_split_without_preview_codes() -> None:
     result = score()
     assert result.returncode == 0, result.stderr
@@ -156,10 +173,10 @@ def test_empty_cache_reports_everything_missing(tmp_path: Path) -> None:
     [
         ("labels/alpha.toml", 'name = "Correct"', "", "labels/alpha.toml: [[class]] #3: 'name' must be a string"),
         ("labels/alpha.toml", '"AGF004"', '"AGF999"', "[[class]] #4 violation #1: unknown code 'AGF999'"),
-        ("labels/beta.toml", 'project = "beta"', 'project = "gamma"', "project 'gamma' is not in projects.toml"),
+        ("labels/beta.toml", 'project = "beta"', 'project = "delta"', "project 'delta' is not in projects.toml"),
         ("labels/beta.toml", "line = 15", "line = 6", "beta/kernel.py:6 Shift: class labelled twice (also as Scale)"),
         ("labels/beta.toml", "violations = []", "violations = [", "labels/beta.toml: not valid TOML"),
-        ("projects.toml", 'split = "test"', 'split = "train"', "'split' must be one of dev, test, not 'train'"),
+        ("projects.toml", 'split = "test"', 'split = "train"', "must be one of dev, test, holdout, not 'train'"),
         ("adjudications.toml", 'wrong = "label"', 'wrong = "both"', "'wrong' must be one of label, linter"),
         ("judgements.toml", 'verdict = "false"', 'verdict = "no"', "'verdict' must be one of true, false, debatable"),
     ],

@@ -1,10 +1,14 @@
 """Draw the classes to label: custom autograd Functions across the manifest's projects, at random, once.
 
     python benchmarks/realcode/sample.py --count 400 [--seed 20261123] [--cache DIR] [--packets DIR]
+    python benchmarks/realcode/sample.py --split holdout --count 200 --packets DIR
 
-Every project of ``projects.toml`` must be in the cache (``fetch.py``). The draw is uniform over all
-Function classes of all projects, with a fixed seed, so that the same manifest gives the same sample; it
-prints one line per class (``project<TAB>path:line:end<TAB>name``, the file written to ``sample.txt``).
+``--split`` chooses the projects drawn from: ``both`` (the default: dev and test, the population of
+``sample.txt``), ``all``, or one split. Every project drawn from must be in the cache (``fetch.py``). The
+draw is uniform over the Function classes of those projects, with a fixed seed, so that the same manifest
+gives the same sample; it writes one line per class (``project<TAB>path:line:end<TAB>name``) to
+``sample.txt`` (``sample-<split>.txt`` for another choice), with the split's own seed where it has one
+(the holdout split's is 20261124: it is drawn on its own, and adding it left ``sample.txt`` as it was).
 With ``--packets``, each class is also written as a packet for a blind labeller: the class's text with
 line numbers and where it comes from, and nothing of what the linter says.
 """
@@ -17,7 +21,7 @@ import random
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from fetch import load_toml  # the folder of this script is on the path, run as a script or by the tests
 
@@ -26,6 +30,9 @@ MANIFEST = HERE / "projects.toml"
 SAMPLE = HERE / "sample.txt"
 DEFAULT_CACHE = Path.home() / ".cache" / "flake8-autograd-realcode"
 DEFAULT_SEED = 20261123
+SPLITS = ("dev", "test", "holdout")
+SPLIT_GROUPS = {"both": ("dev", "test"), "all": SPLITS}
+SPLIT_SEEDS = {"holdout": 20261124}  # a split drawn on its own has its own seed
 FUNCTION_BASES = {"Function", "autograd.Function", "torch.autograd.Function", "torch.autograd.function.Function"}
 
 
@@ -84,28 +91,39 @@ def packet(found: FunctionClass, root: Path) -> str:
     return f"# {found.project}: {found.path}:{found.line} class {found.name}\n\n{body}\n"
 
 
+def projects_of(entries: Sequence[Dict[str, Any]], split: str) -> List[str]:
+    """The names of the manifest's projects in ``split``, a split or a group of splits, in manifest order."""
+    chosen = SPLIT_GROUPS.get(split, (split,))
+    return [str(entry["name"]) for entry in entries if entry.get("split") in chosen]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "--split", choices=(*SPLITS, *SPLIT_GROUPS), default="both", help="the projects to draw from (default both)"
+    )
+    parser.add_argument("--seed", type=int, help=f"default {DEFAULT_SEED}, or the split's own (holdout: 20261124)")
     parser.add_argument("--manifest", type=Path, default=MANIFEST)
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--output", type=Path, default=SAMPLE)
+    parser.add_argument("--output", type=Path, help="default sample.txt for both, else sample-<split>.txt")
     parser.add_argument("--packets", type=Path, help="also write one labeller packet per class here")
     args = parser.parse_args(argv)
-    projects = [entry["name"] for entry in load_toml(args.manifest).get("project", [])]
+    seed = args.seed if args.seed is not None else SPLIT_SEEDS.get(args.split, DEFAULT_SEED)
+    output = args.output or (SAMPLE if args.split == "both" else HERE / f"sample-{args.split}.txt")
+    projects = projects_of(load_toml(args.manifest).get("project", []), args.split)
     missing = [name for name in projects if not (args.cache / name).is_dir()]
     if missing:
         print(f"sample: not in the cache (run fetch.py first): {', '.join(missing)}", file=sys.stderr)
         return 2
     classes = [found for name in projects for found in function_classes(name, args.cache / name)]
-    chosen = draw(classes, args.count, args.seed)
-    args.output.write_text("".join(found.row() + "\n" for found in chosen), encoding="utf-8")
+    chosen = draw(classes, args.count, seed)
+    output.write_text("".join(found.row() + "\n" for found in chosen), encoding="utf-8")
     if args.packets is not None:
         args.packets.mkdir(parents=True, exist_ok=True)
         for index, found in enumerate(chosen):
             (args.packets / f"{index:04d}.txt").write_text(packet(found, args.cache / found.project), encoding="utf-8")
-    print(f"{len(chosen)} of {len(classes)} Function classes in {len(projects)} projects -> {args.output}")
+    print(f"{len(chosen)} of {len(classes)} Function classes in {len(projects)} projects -> {output}")
     return 0
 
 

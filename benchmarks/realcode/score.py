@@ -4,13 +4,15 @@ Run with the package importable (or from a checkout: ``src`` is added to the pat
 
     python benchmarks/realcode/score.py                      # the dev split, default codes
     python benchmarks/realcode/score.py --split test --preview
+    python benchmarks/realcode/score.py --split holdout --preview   # only once a change set is finished
     python benchmarks/realcode/score.py --list-test-findings --preview
 
 Scoring mode: the engine runs in-process with every rule (preview ones too) on the file of each labelled
 class; a finding counts for the labelled class whose span (from ``ast``) holds its line, and findings
 outside labelled classes are ignored. Per class and code, TP = min(labelled, found), FP = found - TP,
 FN = labelled - TP: lines are recorded in the labels but need not match. One table per split, default
-and preview codes apart (preview ones only with ``--preview``).
+and preview codes apart (preview ones only with ``--preview``); ``--split both`` is dev and test, ``--split
+all`` adds the holdout split.
 
 Listing mode (``--list-test-findings``): every finding on every ``.py`` file of the test projects, with
 its verdict from ``judgements.toml`` (or UNJUDGED), then the precision per code from the judged ones.
@@ -37,7 +39,9 @@ else:  # pragma: no cover - Python 3.9 and 3.10 need the backport
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CACHE = Path("~/.cache/flake8-autograd-realcode").expanduser()
-SPLITS = ("dev", "test")
+SPLITS = ("dev", "test", "holdout")
+# --split names a split or one of these groups; "both" keeps the meaning it had before the holdout split.
+SPLIT_GROUPS = {"both": ("dev", "test"), "all": SPLITS}
 VERDICTS = ("true", "false", "debatable")
 WRONG_SIDES = ("label", "linter")
 
@@ -556,7 +560,13 @@ def list_test_findings(benchmark: Benchmark, cache: Path, preview: bool) -> List
     return lines
 
 
-def add_data_arguments(parser: argparse.ArgumentParser, data_files: str, split_default: str, split_help: str) -> None:
+def add_data_arguments(
+    parser: argparse.ArgumentParser,
+    data_files: str,
+    split_default: str,
+    split_help: str,
+    split_choices: Sequence[str] = ("dev", "test", "both"),
+) -> None:
     """--cache, --data and --split, as the benchmark's scripts take them."""
     parser.add_argument(
         "--cache", type=Path, default=DEFAULT_CACHE, help=f"the downloaded projects (default {DEFAULT_CACHE})"
@@ -565,13 +575,15 @@ def add_data_arguments(parser: argparse.ArgumentParser, data_files: str, split_d
         "--data", type=Path, default=HERE, help=f"the folder of {data_files} (default: this script's)"
     )
     parser.add_argument(
-        "--split", choices=(*SPLITS, "both"), default=split_default, help=f"{split_help} (default {split_default})"
+        "--split", choices=split_choices, default=split_default, help=f"{split_help} (default {split_default})"
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    add_data_arguments(parser, "projects.toml and labels/", "dev", "which projects to score")
+    add_data_arguments(
+        parser, "projects.toml and labels/", "dev", "which projects to score", (*SPLITS, *SPLIT_GROUPS)
+    )
     parser.add_argument("--preview", action="store_true", help="also show the preview codes (AGF002-AGF004, AGF1xx)")
     parser.add_argument("--details", action="store_true", help="list every class and code where the counts differ")
     parser.add_argument(
@@ -594,7 +606,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if arguments.list_test_findings:
         output = list_test_findings(benchmark, cache, arguments.preview)
     else:
-        splits = SPLITS if arguments.split == "both" else (arguments.split,)
+        splits = SPLIT_GROUPS.get(arguments.split, (arguments.split,))
         for split in splits:
             if output:
                 output.append("")

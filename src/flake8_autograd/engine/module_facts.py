@@ -45,6 +45,9 @@ class HelperSignature:
     return_elements: Optional[Tuple[Kind, ...]]  # ``-> Tuple[A, B]``: each element; None otherwise
 
 
+# Methods (of a torch.Generator, or torch's module-level getters) that read a random generator's state.
+_GENERATOR_STATE_GETTERS = frozenset({"get_state", "graphsafe_get_state", "clone_state", "get_rng_state"})
+
 # Decorators that hand back a function returning what the decorated one returns.
 _TRANSPARENT_DECORATORS: FrozenSet[str] = frozenset(
     {"torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.no_grad", "torch.enable_grad",
@@ -154,7 +157,22 @@ class ModuleFacts:
         positional = tuple(self._kind(arg.annotation) for arg in arguments.posonlyargs + arguments.args)
         keywords = {arg.arg: self._kind(arg.annotation) for arg in arguments.args + arguments.kwonlyargs}
         returns = self._kind(function.returns)
+        if returns is Kind.TENSOR and self._returns_generator_state(function):
+            # A snapshot of a random generator (as torch.get_rng_state() gives): kept on ctx to be
+            # restored, not data of the graph; of unknown kind, as torch's own getters are.
+            returns = Kind.UNKNOWN
         return HelperSignature(positional, keywords, returns, self._tuple_elements(function.returns))
+
+    def _returns_generator_state(self, function: ast.FunctionDef) -> bool:
+        """Every ``return`` of ``function`` hands back a generator's state (``gen.get_state()``,
+        ``torch.cuda.get_rng_state()``, ...)."""
+        returned = [node.value for node in _own_returns(function)]
+        return bool(returned) and all(
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _GENERATOR_STATE_GETTERS
+            for value in returned
+        )
 
     def _kind(self, annotation: Optional[ast.expr]) -> Kind:
         parsed = _as_cst(annotation)
@@ -435,3 +453,16 @@ def _is_literal(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         node = node.operand
     return isinstance(node, ast.Constant) and node.value is not None and node.value is not Ellipsis
+
+
+def _own_returns(function: ast.FunctionDef) -> List[ast.Return]:
+    """The ``return`` statements of ``function`` itself, not of functions or classes nested in it."""
+    found: List[ast.Return] = []
+    pending: List[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Return):
+            found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    return found

@@ -163,6 +163,7 @@ def test_pairs_tied_through_an_attribute_are_needed_together() -> None:
         ("biased_products", "BiasedProducts", 3),
         ("once_apart", "OnceTied", 4),
         ("products_of_parts", "PartsProducts", 4),
+        ("products_of_picked", "HelperPartsProducts", 4),
     ],
 )
 def test_untied_pairs_can_be_needed_apart(function_name: str, class_name: str, arguments: int) -> None:

@@ -276,6 +276,12 @@ class _Tracer:
                 given = self._given(item.value)
                 if given is not None:
                     found.add(("value", f"{given}[{item.slice.value!r}]"))  # ``args[0]``: one of the values given
+                elif isinstance(item.value, ast.Call) and isinstance(item.value.func, ast.Name):
+                    # ``a, b = pick(args)``: the parts a function of the caller's hands back are values of
+                    # their own, not tied to each other by what the function was given (when it was given
+                    # anything that may require grad at all).
+                    if self.sources(item.value):
+                        found.add(("part", f"{id(item.value)}[{item.slice.value!r}]"))
                 else:
                     pending.append(item.value)
             elif isinstance(item, ast.Call):

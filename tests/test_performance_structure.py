@@ -469,3 +469,48 @@ def test_provenance_follows_each_local_once_however_often_it_is_indexed(monkeypa
     monkeypatch.setattr(provenance, "_bound_values", counting)
     assert lint(source) == []  # every gradient is one computation (grad * 2), returned in two slots
     assert followed and len(followed) <= 2 * (levels + 1)
+
+
+# -- direct uses: the module is walked for them only when the code names a Function class ------------
+_APPLIED_ONLY = '''
+import torch
+
+
+class Scale(torch.autograd.Function):
+    """Scale: no direct use here."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def scale(x):
+    # Scale() would be the legacy style; the module only applies it.
+    message = f"Scale: {x.dim()}D"
+    return Scale.apply(x)
+'''
+
+
+def test_a_module_naming_its_functions_only_in_apply_strings_and_comments_is_not_walked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flake8_autograd.engine import analysis as analysis_module
+
+    def refuse(self: object) -> None:
+        raise AssertionError("the module was walked for direct uses")
+
+    monkeypatch.setattr(analysis_module._DirectUseReader, "read", refuse)
+    assert "AGF000" not in [finding.code for finding in lint(_APPLIED_ONLY, preview=True)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["    return Scale()(x)", "    return Scale.forward(None, x) if x else Scale()(x)", '    y = "a"; Scale()(x)'],
+)
+def test_a_direct_use_among_strings_is_still_found(line: str) -> None:
+    source = _APPLIED_ONLY.replace("    return Scale.apply(x)", line)
+    assert "AGF111" in [finding.code for finding in lint(source, preview=True)]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import bisect
+import io
+import re
+import tokenize
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -36,9 +39,52 @@ class DirectUse:
         return self.call.lineno
 
 
+def _named_besides_apply(lines: Sequence[str], discovery: Discovery) -> bool:
+    """Whether the code may name a Function class of the module other than in ``Cls.apply`` and its own
+    ``class Cls`` statement. A direct use (``Cls()``, ``Cls.forward(...)``, an alias ``f = Cls``) must
+    name it so; when none is named, the walk that finds direct uses has nothing to find. Each line that
+    mentions a class is tokenized alone, so a mention inside a string or a comment does not count; a line
+    that does not tokenize alone (part of a multi-line string or bracket) counts as a mention."""
+    names = {site.name for site in discovery.function_classes}
+    if not names:
+        return False
+    mention = re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")\b")
+    for line in lines:
+        if mention.search(line) and _names_in_code(line, names):
+            return True
+    return False
+
+
+def _names_in_code(line: str, names: Set[str]) -> bool:
+    """Whether ``line``, tokenized alone, holds one of ``names`` as code other than ``Name.apply`` or
+    ``class Name``."""
+    try:
+        tokens = [token for token in tokenize.generate_tokens(io.StringIO(line).readline)
+                  if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                                        tokenize.ENDMARKER, tokenize.COMMENT)]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return True
+    for index, token in enumerate(tokens):
+        if token.type != tokenize.NAME or token.string not in names:
+            continue
+        before = tokens[index - 1].string if index else ""
+        after = [each.string for each in tokens[index + 1:index + 3]]
+        if before == "class" or before == "." or after == [".", "apply"]:
+            continue
+        return True
+    return False
+
+
 class Analysis:
-    def __init__(self, tree: ast.Module, discovery: Discovery, ctx_names: CtxNames = CtxNames()) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        discovery: Discovery,
+        ctx_names: CtxNames = CtxNames(),
+        lines: Optional[Sequence[str]] = None,
+    ) -> None:
         self.tree = tree
+        self.lines = lines  # the module's text, when known: a cheap test before walking the module
         self.discovery = discovery
         self.ctx_names = ctx_names  # the project's accepted names of the context parameter
         self.imports: ImportTable = discovery.imports
@@ -88,7 +134,10 @@ class Analysis:
     def direct_uses(self, site: ClassSite) -> List[DirectUse]:
         """The direct uses of the Function class ``site``, in the order of the module."""
         if self._direct_uses is None:
-            self._direct_uses = _DirectUseReader(self.tree, self.discovery).read()
+            if self.lines is not None and not _named_besides_apply(self.lines, self.discovery):
+                self._direct_uses = {}  # no Function class is named but as ``Cls.apply``: nothing to walk for
+            else:
+                self._direct_uses = _DirectUseReader(self.tree, self.discovery).read()
         return self._direct_uses.get(site.node, [])
 
     def direct_use_at(self, site: ClassSite, line: int, byte_column: int) -> Optional[DirectUse]:

@@ -31,7 +31,7 @@ def check_classes(
     """The findings of every class ``discovery`` found, sorted by position; a rule that raises costs
     one internal-error finding at its class, not the others' findings."""
     active = list(rules if rules is not None else RULES + PREVIEW_RULES if preview else RULES)
-    analysis = Analysis(tree, discovery, ctx_names)
+    analysis = Analysis(tree, discovery, ctx_names, lines)
     builder = _ModelBuilder(lines)
     findings: Dict[Tuple[int, int, str], Finding] = {}
     with _collecting_class_by_class() as collect:

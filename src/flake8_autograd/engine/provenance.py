@@ -75,6 +75,9 @@ _GRAD_READ: Computation = ("grad attribute",)
 # Gradients forward computed with one fused call, saved and only rescaled here: that one call's work.
 _FORWARD_WORK: Computation = ("fused forward call",)
 
+# Methods (and torch functions) that rescale a tensor by another: ``gh.mul_(grad)``, ``torch.mul(gh, grad)``.
+_RESCALES = frozenset({"mul", "mul_", "div", "div_", "multiply", "multiply_", "divide", "divide_"})
+
 # Budget against pathological code: nodes visited in one walk, nested walks for a follow-up.
 MAX_STEPS = 2_000
 MAX_DEPTH = 20
@@ -106,6 +109,7 @@ class Provenance:
         self._spans: Optional[Dict[cst.CSTNode, Tuple[int, int]]] = None
         self._outer_loops: Dict[cst.CSTNode, cst.CSTNode] = {}
         self._handed_calls: Dict[str, List[cst.Call]] = {}
+        self._views: Optional[Dict[str, List[cst.Call]]] = None  # calls handed a view of a local
         self._dropped: Optional[Set[cst.Call]] = None
         # For a value nothing computes, the launches with dropped results that are handed it (or what it
         # passes on): keyed as producers() keys its values.
@@ -222,6 +226,9 @@ class Provenance:
             if made_of:
                 found |= made_of  # a reduction or rework of a fused result is not work of its own
                 return
+        if self._rescales_forward_gradient_call(call, depth):
+            found.add(_FORWARD_WORK)  # one fused forward call for every gradient it yielded
+            return
         found.add(("call", call))
 
     def _subscript_producers(
@@ -286,9 +293,26 @@ class Provenance:
 
     def _rescales_forward_gradient(self, operation: cst.BinaryOperation, depth: int) -> bool:
         """``gh * grad`` where forward computed ``gh`` with a fused call and saved it: the work was forward's."""
-        if not self._forward_gradients or not isinstance(operation.operator, (cst.Multiply, cst.Divide)):
+        if not isinstance(operation.operator, (cst.Multiply, cst.Divide)):
             return False
-        for saved, scale in ((operation.left, operation.right), (operation.right, operation.left)):
+        return self._scales_forward_gradient(operation.left, operation.right, depth)
+
+    def _rescales_forward_gradient_call(self, call: cst.Call, depth: int) -> bool:
+        """``gh.mul_(grad)``, ``gh.div(n)``, ``torch.mul(gh, grad)``: a rescale written as a call."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _RESCALES:
+            return False
+        if any(arg.star or arg.keyword is not None for arg in call.args):
+            return False
+        operands = [arg.value for arg in call.args]
+        if not (cst_dotted(func) or "").startswith("torch."):
+            operands.insert(0, func.value)  # a method: the receiver is rescaled
+        return len(operands) == 2 and self._scales_forward_gradient(operands[0], operands[1], depth)
+
+    def _scales_forward_gradient(self, left: cst.BaseExpression, right: cst.BaseExpression, depth: int) -> bool:
+        if not self._forward_gradients:
+            return False
+        for saved, scale in ((left, right), (right, left)):
             if self._is_forward_gradient(saved) and (depth >= MAX_DEPTH or not self.producers(scale, depth + 1)):
                 return True
         return False
@@ -356,7 +380,9 @@ class Provenance:
         if known is not None:
             return known
         facts = self.method.facts
-        calls: List[cst.Call] = list(facts.filled_by.get(name, ()))
+        if self._views is None:
+            self._views = _handed_as_views(self.method)
+        calls: List[cst.Call] = [*facts.filled_by.get(name, ()), *self._views.get(name, ())]
         for container in self._containers_of(name):
             calls.extend(facts.filled_by.get(container, ()))
         calls = [
@@ -509,7 +535,13 @@ class Provenance:
         A slot whose whole work is a shared intermediate (every producer of it in the slices of the slots
         it is joint with) that feeds two slots not joint with each other links no group to another: the
         later work of each of those is its own (separate products of one prepared gradient), and only the
-        shared part is needed whichever gradient is wanted. It joins the group of one slot it feeds."""
+        shared part is needed whichever gradient is wanted. It joins the group of one slot it feeds.
+
+        A producer of a slot that another producer of the same slot consumes (``grad_x = g.clone()``,
+        then ``grad_x = grad_x * w``: the names' bindings are merged) is a step on the way, not a result
+        of its own: only the last steps of a slot are compared with the other slots' slices, so a cheap
+        preparation (``g = grad.mean(0) * n``) both gradients start from does not join them."""
+        slots = [self._last_steps(producers) for producers in slots]
         computed = [index for index, producers in enumerate(slots) if producers]
         parent = {index: index for index in computed}
 
@@ -539,6 +571,20 @@ class Provenance:
         for index in computed:
             groups.setdefault(root(index), []).append(index)
         return list(groups.values())
+
+    def _last_steps(self, producers: FrozenSet[Computation]) -> FrozenSet[Computation]:
+        """``producers`` without those of a single result that another of them consumes (and that do not
+        consume it in turn, as the steps of a loop do). A call yielding several results stays: the
+        gradients it yields are joint however each is finished."""
+        upstream = {producer: self.upstream(producer) for producer in producers}
+        last = frozenset(
+            producer for producer in producers
+            if producer in self.several_results or not any(
+                other != producer and producer in upstream[other] and other not in upstream[producer]
+                for other in producers
+            )
+        )
+        return last or producers
 
     @staticmethod
     def _only_shared_work(
@@ -642,27 +688,111 @@ def _bound_values(name: str, provenance: Provenance) -> Tuple[List[cst.BaseExpre
 def _forward_gradients(method: Method, savers: Sequence[Method]) -> FrozenSet[Computation]:
     """What forward saved for backward that it computed as one of several results of one call (a fused
     forward that also yields gradients): ``("saved", i)`` for ``save_for_backward`` positions,
-    ``("attribute", name)`` for ctx attributes."""
+    ``("attribute", name)`` for ctx attributes.
+
+    Such a result is a name unpacked from a call (maybe set to None beforehand, the call made on one
+    branch only), or a preallocated buffer that one launch fills together with another saved buffer
+    (``kernel(a, b, grad_a, grad_b)``, ``loss(a, b, grads=grad_a, ...)``)."""
     found: Set[Computation] = set()
     for saver in savers:
         if saver.node is None or saver is method:
             continue
         facts = saver.facts
-
-        def fused_result(value: cst.BaseExpression) -> bool:
-            if not isinstance(value, cst.Name):
-                return False
-            bindings = facts.bindings.get(value.value, ())
-            return bool(bindings) and all(
-                binding.index is not None and isinstance(binding.value, cst.Call) for binding in bindings
-            )
-
+        saved: List[Tuple[Computation, cst.BaseExpression]] = []
         for call in facts.ctx_calls.get("save_for_backward", ()):
-            if any(arg.star for arg in call.args):
-                continue
-            found.update(("saved", index) for index, arg in enumerate(call.args) if fused_result(arg.value))
-        found.update(("attribute", store.attribute) for store in facts.ctx_stores if fused_result(store.value))
+            if not any(arg.star for arg in call.args):
+                saved.extend((("saved", index), arg.value) for index, arg in enumerate(call.args))
+        saved.extend((("attribute", store.attribute), store.value) for store in facts.ctx_stores)
+        saved_names = {value.value for _, value in saved if isinstance(value, cst.Name)}
+        launches = _forward_launches(saver, saved_names)
+        for key, value in saved:
+            if isinstance(value, cst.Name) and (_fused_result(saver, value.value) or value.value in launches):
+                found.add(key)
     return frozenset(found)
+
+
+def _fused_result(method: Method, name: str) -> bool:
+    """``name`` is one of several results of a call in ``method`` on every binding that is not None:
+    ``loss, grad_a, grad_b = fused(...)``, after ``grad_a = grad_b = None`` or not."""
+    bindings = [
+        binding for binding in method.facts.bindings.get(name, ())
+        if binding.value is None or binding.index is not None or not _is_none(binding.value)
+    ]
+    return bool(bindings) and all(
+        binding.index is not None and isinstance(binding.value, cst.Call) for binding in bindings
+    )
+
+
+def _forward_launches(method: Method, saved: Set[str]) -> Set[str]:
+    """The saved names of ``method`` that are preallocated buffers filled by one launch alone, a launch
+    that fills another saved buffer too: the gradients one fused forward call writes."""
+    facts = method.facts
+    viewed = _handed_as_views(method)
+    filler: Dict[str, cst.Call] = {}
+    for name in saved:
+        bindings = facts.bindings.get(name, ())
+        if not bindings or not all(
+            binding.index is None and binding.value is not None and _is_allocation(binding.value)
+            for binding in bindings
+        ):
+            continue
+        calls = [
+            call for call in [*facts.filled_by.get(name, ()), *viewed.get(name, ())]
+            if not _is_ctx_read(call.func, method)
+            and _wrapped_value(call) is None
+            and not _is_allocation(call)
+        ]
+        if len({id(call) for call in calls}) == 1:
+            filler[name] = calls[0]
+    return {
+        name for name, call in filler.items()
+        if any(other != name and each is call for other, each in filler.items())
+    }
+
+
+# Methods and attributes that give a view of a tensor's memory: a buffer handed as one is written.
+_VIEW_METHODS = frozenset(
+    "view view_as reshape reshape_as flatten unflatten t transpose permute squeeze unsqueeze movedim swapaxes "
+    "detach narrow select as_strided".split()
+)
+_VIEW_ATTRIBUTES = frozenset({"T", "mT", "data"})
+
+
+def _viewed_name(value: cst.BaseExpression) -> Optional[str]:
+    """The local ``value`` is a view of, through at least one view method (``buf.view(-1)``,
+    ``buf[:, 0].flatten()``), else None."""
+    through_view = False
+    while True:
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
+            value.func.attr.value in _VIEW_METHODS
+        ):
+            value = value.func.value
+            through_view = True
+        elif isinstance(value, cst.Attribute) and value.attr.value in _VIEW_ATTRIBUTES:
+            value = value.value
+            through_view = True
+        elif isinstance(value, cst.Subscript):
+            value = value.value
+        else:
+            break
+    return value.value if through_view and isinstance(value, cst.Name) else None
+
+
+def _handed_as_views(method: Method) -> Dict[str, List[cst.Call]]:
+    """For each local, the calls handed a view of it as an argument, alone or in a display
+    (``kernel(index, grad, buf.view(-1))``, ``run(out=buf.flatten())``)."""
+    handed: Dict[str, List[cst.Call]] = {}
+    for call in method.facts.calls:
+        for arg in call.args:
+            if arg.star:
+                continue
+            value = arg.value
+            elements = _display_values(value) if isinstance(value, (cst.Tuple, cst.List, cst.Dict)) else [value]
+            for element in elements:
+                name = _viewed_name(element)
+                if name is not None:
+                    handed.setdefault(name, []).append(call)
+    return handed
 
 
 def _wrapped_value(call: cst.Call) -> "cst.BaseExpression | None":

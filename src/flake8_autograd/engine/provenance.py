@@ -11,11 +11,14 @@ walking back from the returned value through what does not compute:
   results of a fused call (``fit(grad_a, rows)``), a sum of computed results (``dq1 + dq2``);
 - a preallocated buffer (``torch.empty_like``, ``x.new_zeros``, ..., or a module helper that only
   allocates): its producers are the calls it is handed to (a kernel launch, directly, as a slice
-  ``dkv[:, 0]``, in a tuple, list or dict display, maybe bound to a local first), the values
+  ``dkv[:, 0]`` or a view ``buf.view(-1)``, in a tuple, list or dict display, maybe bound to a local
+  first), the values
   accumulated into it (``dq += part``) and the in-place calls on it. A buffer nothing fills is a
   placeholder (zeros for an input that takes no gradient): no work;
 - a gradient that forward computed with one fused call and saved, only rescaled here
-  (``gh * grad``): the work was forward's, one computation for every gradient it yielded.
+  (``gh * grad``, ``gh.mul_(grad)``): the work was forward's, one computation for every gradient it
+  yielded. Forward's fused call may be made on one branch after the names were set to None, or be one
+  launch filling several saved buffers.
 
 Each computation is keyed by its node: two textually equal computations are two, one value bound
 once and returned in two slots is one.
@@ -25,7 +28,8 @@ transitively what they consume): one call yields both (a fused kernel unpacked i
 launch that fills two buffers, one ``torch.autograd.backward`` whose ``.grad`` results are read), or
 a later kernel consumes an earlier one's result. Inputs, saved tensors, incoming gradients, ctx
 attributes and shared preparations (``s = torch.sigmoid(gate)`` used by two separate products) may be
-shared by separate gradients. Joint gradients are one computation a ``needs_input_grad`` check
+shared by separate gradients; a single-result step that a later step of the same gradient consumes
+(``gx = g.clone()``, then ``gx = gx * w``) is compared through that later step only. Joint gradients are one computation a ``needs_input_grad`` check
 cannot split.
 """
 

@@ -363,10 +363,14 @@ _INDEX_RESULTS = frozenset("argsort argmax argmin bucketize searchsorted nonzero
 _INDEX_FACTORIES = frozenset(
     "torch." + name for name in "argsort argmax argmin bucketize searchsorted randperm randint nonzero argwhere".split()
 )
+# The legacy typed constructors of integer and bool tensors (``torch.cuda.IntTensor(B, n)``).
+_INTEGER_CONSTRUCTORS = frozenset(
+    f"{module}.{kind}Tensor" for module in ("torch", "torch.cuda") for kind in "Byte Char Short Int Long Bool".split()
+)
 # Tensor methods whose result keeps the receiver's dtype (a view, a copy, a move between devices).
 _SAME_DTYPE_METHODS = frozenset(
     "view reshape flatten squeeze unsqueeze contiguous clone detach cpu cuda t transpose permute flip expand repeat"
-    .split()
+    " zero_ fill_".split()
 )
 # Calls that take an index tensor, and where: (position in ``torch.<name>(...)``, in ``x.<name>(...)``).
 _INDEX_ARGUMENTS = {
@@ -449,8 +453,9 @@ def is_integer_tensor(
     node: cst.BaseExpression, inference: TensorInference, depth: int = 0, names: Optional[Dict[str, bool]] = None
 ) -> bool:
     """An integer or bool tensor by construction: ``x.long()``, ``torch.argsort(x)``, ``dtype=torch.int32``,
-    a comparison (``scores > 0``), a part, view or copy of one (``inds[:k]``, ``valid[inds]``), or a local
-    name every binding of which is one. Each name is judged once per question (``names``), so chains of
+    a legacy typed constructor (``torch.cuda.IntTensor(B, n)``, then ``.zero_()``), a comparison
+    (``scores > 0``), a part, view or copy of one (``inds[:k]``, ``valid[inds]``), or a local name every
+    binding of which is one. Each name is judged once per question (``names``), so chains of
     names bound several times each cost linear time.
 
     A name used as an index (``x[inds]``, ``torch.index_select(x, 0, inds)``, ``x.gather(1, inds)``) is an
@@ -479,6 +484,8 @@ def is_integer_tensor(
         if arg.keyword is not None and arg.keyword.value == "dtype":
             return _dotted(arg.value, inference) in _INTEGER_DTYPES
     func = node.func
+    if _dotted(func, inference) in _INTEGER_CONSTRUCTORS:
+        return True
     if isinstance(func, cst.Attribute):
         method = func.attr.value
         if method in _INTEGER_CASTS and not node.args:

@@ -8,7 +8,8 @@ parameters with no tensor use, names bound in loops — so that unsure means sil
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set
+import itertools
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
 
 import libcst as cst
 
@@ -170,6 +171,9 @@ _TENSOR_ANNOTATIONS = frozenset(
     | {f"torch.{kind}Tensor" for kind in _TYPED_TENSORS}
     | {f"torch.cuda.{kind}Tensor" for kind in _TYPED_TENSORS}
 )
+# Called, ``torch.Tensor`` and the typed ones are the legacy constructors (``torch.Tensor(array)``,
+# ``torch.cuda.IntTensor(B, n)``): each returns a new tensor.
+_LEGACY_CONSTRUCTORS = _TENSOR_ANNOTATIONS - {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 _NON_TENSOR_ANNOTATIONS = frozenset(
     {"int", "float", "bool", "str", "bytes", "complex", "list", "tuple", "dict", "set", "List", "Tuple",
      "Dict", "Set", "Sequence", "typing.List", "typing.Tuple", "typing.Dict", "typing.Sequence",
@@ -272,6 +276,7 @@ class TensorInference:
         self._budget = budget if budget is not None else _Budget()
         self._evidence: Optional[_Evidence] = None
         self._narrowed: Optional[Dict[int, Kind]] = None
+        self._reaching: Optional[_ReachingBindings] = None
 
     @property
     def evidence(self) -> "_Evidence":
@@ -284,6 +289,15 @@ class TensorInference:
         if self._narrowed is None:
             self._narrowed = narrowings(self)
         return self._narrowed.get(id(node))
+
+    def _reaching_value(self, node: cst.Name) -> Optional[cst.BaseExpression]:
+        """For a name bound more than once, the value of the plain rebinding every path to this use passed last."""
+        name = node.value
+        if len(self.facts.bindings.get(name, ())) + (name in self.params) < 2 or self.method.node is None:
+            return None
+        if self._reaching is None:
+            self._reaching = _ReachingBindings(self.method.node)
+        return self._reaching.value(node)
 
     # -- public --------------------------------------------------------------------------------
     def kind(self, node: cst.BaseExpression) -> Kind:
@@ -359,7 +373,10 @@ class TensorInference:
             if node.value == "None":
                 return Kind.NONE
             narrowed = self._narrowed_kind(node)
-            return narrowed if narrowed is not None else self._name_kind(node.value)
+            if narrowed is not None:
+                return narrowed
+            reaching = self._reaching_value(node)
+            return self._kind(reaching) if reaching is not None else self._name_kind(node.value)
         if isinstance(node, (cst.Tuple, cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
                              cst.GeneratorExp, cst.Lambda)):
             return Kind.NOT_TENSOR
@@ -446,6 +463,8 @@ class TensorInference:
 
     def _torch_call_kind(self, dotted: str, node: cst.Call) -> Kind:
         module, _, name = dotted.rpartition(".")
+        if dotted in _LEGACY_CONSTRUCTORS:
+            return Kind.TENSOR  # whatever its arguments: ``torch.Tensor(*sizes)`` too
         if any(arg.star for arg in node.args):
             return Kind.UNKNOWN
         if module == "torch":
@@ -894,7 +913,12 @@ def _bound_names(node: cst.CSTNode) -> List["cst.CSTNode | str"]:
 def _binds_in(root: cst.CSTNode, name: str) -> bool:
     """Whether anything below ``root`` (in its scope) may bind ``name``: an assignment, ``+=``, a loop or
     comprehension variable, ``with ... as``, ``del``, an import, a definition."""
-    for node in walk_scope(root):
+    return next(_binding_nodes(root, name), None) is not None
+
+
+def _binding_nodes(root: cst.CSTNode, name: str, include_root: bool = False) -> Iterator[cst.CSTNode]:
+    """The nodes below ``root`` (in its scope; ``root`` too if asked) that may bind ``name`` (see :func:`_binds_in`)."""
+    for node in itertools.chain([root] if include_root else [], walk_scope(root)):
         targets: List[cst.CSTNode] = []
         if isinstance(node, cst.Assign):
             targets = [target.target for target in node.targets]
@@ -907,11 +931,89 @@ def _binds_in(root: cst.CSTNode, name: str) -> bool:
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             targets = [node.name]
         elif name in _bound_names(node):
-            return True
-        for target in targets:
-            if isinstance(target, cst.BaseExpression) and name in _target_names(target):
-                return True
-    return False
+            yield node
+            continue
+        if any(isinstance(target, cst.BaseExpression) and name in _target_names(target) for target in targets):
+            yield node
+
+
+# Nodes whose children run in sequence, one after the other: statements of a block, small statements of a line.
+_SEQUENCES = (cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
+_LOOPS = (cst.For, cst.While)
+
+
+class _ReachingBindings:
+    """Which plain rebinding (``name = value``) a use of a name reads, found on straight-line code only.
+
+    From the use, the statements before it are read backwards, climbing out of ``if``/``with``/``try``
+    blocks and loops: the first one that binds the name decides, if it is a plain rebinding. Any other
+    binding on the way (in a branch, by a loop back edge, ``as name``, a walrus) leaves the answer open,
+    and so does a use in a nested scope or a comprehension.
+    """
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self._function = function
+        self._parents: Dict[int, cst.CSTNode] = {}
+        for node in [function.body, *walk_scope(function.body)]:
+            if type(node) not in _NESTED_SCOPES:
+                for child in children(node):
+                    self._parents[id(child)] = node
+        self._parents[id(function.body)] = function
+        self._found: Dict[int, Optional[cst.BaseExpression]] = {}
+
+    def value(self, use: cst.Name) -> Optional[cst.BaseExpression]:
+        if id(use) not in self._found:
+            self._found[id(use)] = self._search(use)
+        return self._found[id(use)]
+
+    def _search(self, use: cst.Name) -> Optional[cst.BaseExpression]:
+        name = use.value
+        current: cst.CSTNode = use
+        while True:
+            parent = self._parents.get(id(current))
+            if parent is None or parent is self._function or isinstance(parent, _COMPREHENSIONS + _NESTED_SCOPES):
+                return None
+            if isinstance(parent, _SEQUENCES):
+                items: Sequence[cst.CSTNode] = parent.body
+                position = next((index for index, item in enumerate(items) if item is current), None)
+                if position is None:
+                    return None
+                for earlier in reversed(items[:position]):
+                    rebound = _plain_rebinding(earlier, name)
+                    if rebound is not None:
+                        return rebound
+                    if _binds_anywhere(earlier, name):
+                        return None
+            elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and current is parent.value:
+                pass  # the value is read before the targets are bound
+            elif isinstance(parent, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.AssignTarget)):
+                return None  # the use is (in) a target
+            elif isinstance(parent, _LOOPS):
+                if _binds_anywhere(parent, name):
+                    return None  # a binding later in the loop reaches this use on the next iteration
+            else:
+                inside = {id(current), *(id(node) for node in walk_scope(current))}
+                if any(id(node) not in inside for node in _binding_nodes(parent, name, include_root=True)):
+                    return None  # another part of the statement (a test, ``as name``, a handler) binds it
+            current = parent
+
+
+def _binds_anywhere(node: cst.CSTNode, name: str) -> bool:
+    return next(_binding_nodes(node, name, include_root=True), None) is not None
+
+
+def _plain_rebinding(node: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:
+    """The value of ``name = value`` (a line of its own or a small statement), else None."""
+    if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1:
+        node = node.body[0]
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target = node.targets[0].target
+        if isinstance(target, cst.Name) and target.value == name and not _binds_in(node.value, name):
+            return node.value
+    if isinstance(node, cst.AnnAssign) and node.value is not None:
+        if isinstance(node.target, cst.Name) and node.target.value == name and not _binds_in(node.value, name):
+            return node.value
+    return None
 
 
 Narrowing = Dict[str, Kind]

@@ -29,8 +29,8 @@ launch that fills two buffers, one ``torch.autograd.backward`` whose ``.grad`` r
 a later kernel consumes an earlier one's result. Inputs, saved tensors, incoming gradients, ctx
 attributes and shared preparations (``s = torch.sigmoid(gate)`` used by two separate products) may be
 shared by separate gradients; a single-result step that a later step of the same gradient consumes
-(``gx = g.clone()``, then ``gx = gx * w``) is compared through that later step only. Joint gradients are one computation a ``needs_input_grad`` check
-cannot split.
+(``gx = g.clone()``, then ``gx = gx * w``) is compared through that later step only. Joint gradients
+are one computation a ``needs_input_grad`` check cannot split.
 """
 
 from __future__ import annotations

@@ -514,3 +514,43 @@ def test_a_module_naming_its_functions_only_in_apply_strings_and_comments_is_not
 def test_a_direct_use_among_strings_is_still_found(line: str) -> None:
     source = _APPLIED_ONLY.replace("    return Scale.apply(x)", line)
     assert "AGF111" in [finding.code for finding in lint(source, preview=True)]
+
+
+def test_a_module_that_never_applies_its_functions_is_not_walked_for_call_sites(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flake8_autograd.engine import analysis as analysis_module
+
+    def refuse(self: object) -> None:
+        raise AssertionError("the module was walked for call sites")
+
+    monkeypatch.setattr(analysis_module.Analysis, "_collect_calls", refuse)
+    source = _APPLIED_ONLY.replace("    return Scale.apply(x)", "    return x")
+    assert "AGF000" not in [finding.code for finding in lint(source, preview=True)]
+
+
+def test_an_apply_split_over_two_lines_is_still_a_call_site() -> None:
+    """``Keep\\n.apply(x, 4)``: the only caller passes a number where forward's annotation says tensor, so
+    AGF003 trusts the caller and stays silent on ``ctx.step`` (it reports it with no caller)."""
+    source = """
+import torch
+
+
+class Keep(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, step: torch.Tensor):
+        ctx.step = step
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2, None
+
+
+def keep(x):
+    return (Keep
+            .apply(x, 4))
+"""
+    assert "AGF003" not in [finding.code for finding in lint(source, preview=True)]
+    uncalled = source.replace("    return (Keep\n            .apply(x, 4))", "    return x")
+    assert "AGF003" in [finding.code for finding in lint(uncalled, preview=True)]

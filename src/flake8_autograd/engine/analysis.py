@@ -128,8 +128,22 @@ class Analysis:
 
     def apply_calls(self, class_name: str) -> List[ApplyCall]:
         if self._apply_calls is None:
-            self._apply_calls = self._collect_calls()
+            if self.lines is not None and not self._may_call_apply():
+                self._apply_calls = {}  # no class of the module is applied or instantiated in its text
+            else:
+                self._apply_calls = self._collect_calls()
         return self._apply_calls.get(class_name, [])
+
+    def _may_call_apply(self) -> bool:
+        """Whether the text can hold a call site of a Function class of the module: ``Cls.apply`` written
+        out, or the class named otherwise (``Cls()(x)``, an alias)."""
+        assert self.lines is not None
+        names = sorted(site.name for site in self.discovery.function_classes)
+        if not names:
+            return False
+        applied = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in names) + r")\s*\.\s*apply\b")
+        # On the whole text: ``Cls`` and ``.apply`` may stand on two lines inside brackets.
+        return bool(applied.search("".join(self.lines))) or _named_besides_apply(self.lines, self.discovery)
 
     def direct_uses(self, site: ClassSite) -> List[DirectUse]:
         """The direct uses of the Function class ``site``, in the order of the module."""

@@ -31,8 +31,9 @@ SCALE = textwrap.dedent(
             return grad * y, grad * x
     """
 )
-# Two default codes on two lines; no preview rule reports anything on it.
-SCALE_CODES = ["AGF001", "AGF005"]
+# AGF001 on line 5 (on by default) and AGF005 on line 10 (preview); no other rule reports anything on it.
+SCALE_CODES = ["AGF001"]
+SCALE_PREVIEW_CODES = ["AGF001", "AGF005"]
 
 CLEAN = "import torch\n\n\ndef double(x):\n    return 2 * x\n"
 
@@ -90,7 +91,10 @@ def write(folder: Path, files: Dict[str, str]) -> None:
 
 def test_text_output_is_flake8s_and_findings_exit_1(tmp_path: Path) -> None:
     write(tmp_path, {"scale.py": SCALE})
-    result = run("scale.py", cwd=tmp_path)
+    assert run("scale.py", cwd=tmp_path).stdout.splitlines() == [
+        "scale.py:5:5: AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def",
+    ]
+    result = run("--preview", "scale.py", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
         "scale.py:5:5: AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def",
@@ -119,16 +123,16 @@ def test_python_dash_m_is_the_same_command(tmp_path: Path) -> None:
 
 def test_default_path_is_the_current_folder_shown_as_flake8_shows_it(tmp_path: Path) -> None:
     write(tmp_path, {"pkg/scale.py": SCALE})
-    result = run(cwd=tmp_path)
+    result = run("--preview", cwd=tmp_path)
     assert [line.split(":")[0] for line in result.stdout.splitlines()] == [os.path.join(".", "pkg", "scale.py")] * 2
 
 
 def test_stdin_with_and_without_a_filename(tmp_path: Path) -> None:
-    named = run("-", "--stdin-filename", "ops/scale.py", cwd=tmp_path, stdin=SCALE.encode())
+    named = run("--preview", "-", "--stdin-filename", "ops/scale.py", cwd=tmp_path, stdin=SCALE.encode())
     assert named.returncode == 1
     assert [line.split(":")[0] for line in named.stdout.splitlines()] == ["ops/scale.py"] * 2
-    assert codes_of(named) == SCALE_CODES
-    unnamed = run("-", cwd=tmp_path, stdin=SCALE.encode())
+    assert codes_of(named) == SCALE_PREVIEW_CODES
+    unnamed = run("--preview", "-", cwd=tmp_path, stdin=SCALE.encode())
     assert [line.split(":")[0] for line in unnamed.stdout.splitlines()] == ["stdin"] * 2
     assert run("-", cwd=tmp_path, stdin=CLEAN.encode()).returncode == 0
 
@@ -141,18 +145,19 @@ def test_stdin_named_by_an_excluded_path_is_skipped(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "options, expected",
     [
-        ([], SCALE_CODES),
+        ([], SCALE_PREVIEW_CODES),
         (["--select", "AGF001"], ["AGF001"]),
         (["--ignore", "AGF001"], ["AGF005"]),
         (["--select", "AGF", "--ignore", "AGF005"], ["AGF001"]),
         (["--select", "AGF001", "--ignore", "AGF0"], ["AGF001"]),  # the longer prefix wins
         (["--select", "AGF1"], []),
-        (["--select", "AGF001,AGF005", "--ignore", "E501 W"], SCALE_CODES),
+        (["--select", "AGF001,AGF005", "--ignore", "E501 W"], SCALE_PREVIEW_CODES),
     ],
 )
 def test_select_and_ignore_by_prefix(tmp_path: Path, options: List[str], expected: List[str]) -> None:
+    """With preview on, so that two codes are there to choose from."""
     write(tmp_path, {"scale.py": SCALE})
-    result = run(*options, "scale.py", cwd=tmp_path)
+    result = run("--preview", *options, "scale.py", cwd=tmp_path)
     assert codes_of(result) == expected
     assert result.returncode == (1 if expected else 0)
 
@@ -229,11 +234,14 @@ def test_configuration_is_found_upward_and_options_win(tmp_path: Path) -> None:
         ("scale.py", 5, "AGF001"),
     ]
     overridden = run(
-        "--ignore", "AGF00", "--select", "AGF005", "--no-preview", "--exclude", "pkg", "--function-bases", "x.Y", "..",
+        "--ignore", "AGF00", "--select", "AGF001", "--no-preview", "--exclude", "pkg", "--function-bases", "x.Y", "..",
         cwd=inside,
     )
-    # The command line replaces the file's exclude list: generated/ and legacy_ops.py are back in.
-    assert sorted(findings_of(overridden)) == [("gen.py", 10, "AGF005"), ("scale.py", 10, "AGF005")]
+    # The command line replaces the file's exclude list: generated/ and legacy_ops.py are back in; no
+    # preview code (AGF002, AGF113) any more; ops.py's base is no Function for x.Y.
+    assert sorted(findings_of(overridden)) == [
+        ("gen.py", 5, "AGF001"), ("legacy_ops.py", 5, "AGF001"), ("scale.py", 5, "AGF001")
+    ]
 
 
 def test_configuration_accepts_comma_separated_strings(tmp_path: Path) -> None:
@@ -254,8 +262,8 @@ def test_nearest_pyproject_with_the_table_wins(tmp_path: Path) -> None:
             "sub/s.py": SCALE,
         },
     )
-    assert codes_of(run("s.py", cwd=tmp_path / "sub")) == ["AGF005"]
-    assert codes_of(run("../s.py", cwd=tmp_path / "sub" / "inner")) == ["AGF001"]
+    assert codes_of(run("--preview", "s.py", cwd=tmp_path / "sub")) == ["AGF005"]
+    assert codes_of(run("--preview", "../s.py", cwd=tmp_path / "sub" / "inner")) == ["AGF001"]
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ BUGGY = textwrap.dedent(
             return grad * y, grad * x
     """
 )
-# AGF001 on line 5 and AGF005 on line 10: two codes on by default, nothing from the preview rules.
+# AGF001 on line 5 (on by default) and AGF005 on line 10 (preview); nothing else from the preview rules.
 
 
 def flake8(*args: str, cwd: Path, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
@@ -62,7 +62,10 @@ def test_bundled_example_shows_every_first_code(tmp_path: Path) -> None:
 def test_select_reports_line_and_one_based_column(tmp_path: Path) -> None:
     path = tmp_path / "scale.py"
     path.write_text(BUGGY.format(noqa=""))
-    result = flake8("--select", "AGF", str(path), cwd=tmp_path)
+    assert flake8("--select", "AGF", str(path), cwd=tmp_path).stdout.splitlines() == [
+        f"{path}:5:5: AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def",
+    ]
+    result = flake8("--select", "AGF", "--autograd-preview", str(path), cwd=tmp_path)
     assert result.stdout.splitlines() == [
         f"{path}:5:5: AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def",
         f"{path}:10:5: AGF005 Scale.backward computes gradients for x, y without checking ctx.needs_input_grad; "
@@ -81,13 +84,13 @@ def test_select_reports_line_and_one_based_column(tmp_path: Path) -> None:
 def test_noqa(tmp_path: Path, noqa: str, expected: List[str]) -> None:
     path = tmp_path / "scale.py"
     path.write_text(BUGGY.format(noqa=noqa))
-    assert output_codes(flake8("--select", "AGF", str(path), cwd=tmp_path)) == expected
+    assert output_codes(flake8("--select", "AGF", "--autograd-preview", str(path), cwd=tmp_path)) == expected
 
 
 def test_extend_ignore(tmp_path: Path) -> None:
     path = tmp_path / "scale.py"
     path.write_text(BUGGY.format(noqa=""))
-    result = flake8("--select", "AGF", "--extend-ignore", "AGF001", str(path), cwd=tmp_path)
+    result = flake8("--select", "AGF", "--autograd-preview", "--extend-ignore", "AGF001", str(path), cwd=tmp_path)
     assert output_codes(result) == ["AGF005"]
 
 
@@ -98,7 +101,10 @@ def test_plugin_is_on_by_default(tmp_path: Path) -> None:
 
 
 def test_stdin_with_display_name(tmp_path: Path) -> None:
-    result = flake8("--select", "AGF", "-", "--stdin-display-name", "x.py", cwd=tmp_path, stdin=BUGGY.format(noqa=""))
+    result = flake8(
+        "--select", "AGF", "--autograd-preview", "-", "--stdin-display-name", "x.py", cwd=tmp_path,
+        stdin=BUGGY.format(noqa=""),
+    )
     assert [line.split(":", 1)[0] for line in result.stdout.splitlines()] == ["x.py", "x.py"]
     assert output_codes(result) == ["AGF001", "AGF005"]
 

@@ -467,7 +467,7 @@ def test_provenance_follows_each_local_once_however_often_it_is_indexed(monkeypa
         return original(name, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(provenance, "_bound_values", counting)
-    assert lint(source) == []  # every gradient is one computation (grad * 2), returned in two slots
+    assert lint(source, preview=True) == []  # every gradient is one computation (grad * 2), returned in two slots
     assert followed and len(followed) <= 2 * (levels + 1)
 
 

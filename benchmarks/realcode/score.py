@@ -584,7 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_arguments(
         parser, "projects.toml and labels/", "dev", "which projects to score", (*SPLITS, *SPLIT_GROUPS)
     )
-    parser.add_argument("--preview", action="store_true", help="also show the preview codes (AGF002-AGF004, AGF1xx)")
+    parser.add_argument("--preview", action="store_true", help="also show the preview codes (AGF002-AGF005, AGF1xx)")
     parser.add_argument("--details", action="store_true", help="list every class and code where the counts differ")
     parser.add_argument(
         "--list-test-findings",

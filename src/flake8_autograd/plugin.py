@@ -91,7 +91,7 @@ class AutogradChecker:
             action="store_true",
             default=False,
             parse_from_config=True,
-            help="Also run the preview rules (AGF002-AGF004, AGF1xx), which are still being proven on real code.",
+            help="Also run the preview rules (AGF002-AGF005, AGF1xx), which are still being proven on real code.",
         )
 
     @classmethod

@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--preview",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="also run the preview rules (AGF002-AGF004, AGF1xx), as flake8's --autograd-preview does",
+        help="also run the preview rules (AGF002-AGF005, AGF1xx), as flake8's --autograd-preview does",
     )
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
     parser.add_argument(

@@ -31,7 +31,6 @@ from .base import Finding, Rule
 # projects (docs/accuracy.md).
 RULES: List[Rule] = [
     StaticMethodRule(),
-    NeedsInputGradRule(),
 ]
 
 # Rules that run only with ``--autograd-preview`` until the benchmark shows them at that bar; each
@@ -41,6 +40,7 @@ PREVIEW_RULES: List[Rule] = [
     CtxFirstRule(),
     TensorOnCtxRule(),
     GradientCountRule(),
+    NeedsInputGradRule(),
     SaveTwiceRule(),
     SaveNonTensorRule(),
     SavedUnpackCountRule(),

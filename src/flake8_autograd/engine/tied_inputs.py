@@ -70,8 +70,36 @@ _NO_GRAD_ANNOTATIONS = frozenset(
     """.split()
 )
 
-_Cache = Dict[str, Optional[List[CallSources]]]
-_MEMO: "weakref.WeakKeyDictionary[ast.Module, _Cache]" = weakref.WeakKeyDictionary()
+_Sites = Dict[str, Optional[List[Tuple[ast.AST, ast.Call]]]]  # class -> (calling function, call), or None
+
+
+class _ModuleCalls:
+    """The module's ``Cls.apply(...)`` calls, found in one walk; their arguments' sources are traced only
+    for a class a rule asks about (most classes are never asked: they have one group of gradient work)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.module_names = _module_bindings(tree)
+        self.sites = _find_sites(tree)
+        self.tracers: Dict[int, _Tracer] = {}  # by id of the calling function
+        self.sources: Dict[str, Optional[List[CallSources]]] = {}
+
+    def of(self, class_name: str) -> Optional[List[CallSources]]:
+        if class_name not in self.sources:
+            sites = self.sites.get(class_name, [])
+            self.sources[class_name] = None if sites is None else [
+                tuple(self._tracer(function).sources(arg) for arg in call.args) for function, call in sites
+            ]
+        return self.sources[class_name]
+
+    def _tracer(self, function: ast.AST) -> "_Tracer":
+        tracer = self.tracers.get(id(function))
+        if tracer is None:
+            tracer = _Tracer(function, self.module_names)
+            self.tracers[id(function)] = tracer
+        return tracer
+
+
+_MEMO: "weakref.WeakKeyDictionary[ast.Module, _ModuleCalls]" = weakref.WeakKeyDictionary()
 
 
 def apply_call_sources(tree: ast.Module, class_name: str) -> Optional[List[CallSources]]:
@@ -80,9 +108,9 @@ def apply_call_sources(tree: ast.Module, class_name: str) -> Optional[List[CallS
     call with ``*args`` or keywords, a call outside a function)."""
     known = _MEMO.get(tree)
     if known is None:
-        known = _read_module(tree)
+        known = _ModuleCalls(tree)
         _MEMO[tree] = known
-    return known.get(class_name, [])
+    return known.of(class_name)
 
 
 def tied(calls: Optional[List[CallSources]], first: Sequence[int], second: Sequence[int]) -> bool:
@@ -99,35 +127,42 @@ def tied(calls: Optional[List[CallSources]], first: Sequence[int], second: Seque
     return True
 
 
-def _read_module(tree: ast.Module) -> _Cache:
-    module_names = _module_bindings(tree)
-    found: Dict[str, List[CallSources]] = {}
+def _find_sites(tree: ast.Module) -> _Sites:
+    """One walk of the module: each ``Cls.apply(...)`` call made in a function's own body (not in a
+    lambda, a class body or at module level, where its caller cannot be read) with its function."""
+    found: Dict[str, List[Tuple[ast.AST, ast.Call]]] = {}
     unknown: Set[str] = set()
     applied: Set[int] = set()  # the ``Cls`` Name nodes of calls read here
-    for function in ast.walk(tree):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        tracer: Optional[_Tracer] = None
-        for node in _own_scope(function):
-            owner = _apply_owner(node)
-            if owner is None:
-                continue
+    loaded: List[ast.Name] = []
+    pending: List[Tuple[ast.AST, Optional[ast.AST]]] = [(tree, None)]  # (node, the function whose body holds it)
+    while pending:
+        node, function = pending.pop()
+        owner = _apply_owner(node)
+        if owner is not None and function is not None:
             assert isinstance(node, ast.Call)
             applied.add(id(node.func.value))  # type: ignore[attr-defined]
             if node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args):
                 unknown.add(owner)
-                continue
-            if tracer is None:
-                tracer = _Tracer(function, module_names)
-            found.setdefault(owner, []).append(tuple(tracer.sources(arg) for arg in node.args))
-    for node in ast.walk(tree):
-        # Any other reference to a class (``fn = Cls.apply``, ``run(Cls)``, a module-level call) hides calls.
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in applied:
-            unknown.add(node.id)
-    readable: _Cache = {owner: calls for owner, calls in found.items()}
+            else:
+                found.setdefault(owner, []).append((function, node))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loaded.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # Decorators, defaults and annotations run where the def is; the body is the function's own.
+            outer = [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
+            pending.extend((child, function) for child in outer)
+            pending.extend((statement, node) for statement in node.body)
+        elif isinstance(node, (ast.Lambda, ast.ClassDef)):
+            pending.extend((child, None) for child in ast.iter_child_nodes(node))
+        else:
+            pending.extend((child, function) for child in ast.iter_child_nodes(node))
+    # Any other reference to a class (``fn = Cls.apply``, ``run(Cls)``, a call at module level or in a
+    # lambda) hides calls.
+    unknown.update(name.id for name in loaded if id(name) not in applied)
+    sites: _Sites = {owner: calls for owner, calls in found.items()}
     for owner in unknown:
-        readable[owner] = None
-    return readable
+        sites[owner] = None
+    return sites
 
 
 def _apply_owner(node: ast.AST) -> Optional[str]:

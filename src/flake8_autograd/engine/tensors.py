@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import itertools
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -942,6 +942,13 @@ _SEQUENCES = (cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSui
 _LOOPS = (cst.For, cst.While)
 
 
+# Nodes inside an expression, which bind no name but by a walrus.
+_EXPRESSION_PARTS = (
+    cst.BaseExpression, cst.Arg, cst.BaseElement, cst.BaseDictElement, cst.SubscriptElement, cst.BaseSlice,
+    cst.ComparisonTarget, cst.FormattedStringExpression,
+)
+
+
 class _ReachingBindings:
     """Which plain rebinding (``name = value``) a use of a name reads, found on straight-line code only.
 
@@ -954,12 +961,22 @@ class _ReachingBindings:
     def __init__(self, function: cst.FunctionDef) -> None:
         self._function = function
         self._parents: Dict[int, cst.CSTNode] = {}
+        self._walrus = False  # whether an expression of the body binds a name (``(x := ...)``)
         for node in [function.body, *walk_scope(function.body)]:
+            if type(node) is cst.NamedExpr:
+                self._walrus = True
             if type(node) not in _NESTED_SCOPES:
                 for child in children(node):
                     self._parents[id(child)] = node
         self._parents[id(function.body)] = function
         self._found: Dict[int, Optional[cst.BaseExpression]] = {}
+        self._binding: Dict[Tuple[int, str], bool] = {}  # whether a statement binds a name, asked once
+
+    def _binds(self, node: cst.CSTNode, name: str) -> bool:
+        key = (id(node), name)
+        if key not in self._binding:
+            self._binding[key] = _binds_anywhere(node, name)
+        return self._binding[key]
 
     def value(self, use: cst.Name) -> Optional[cst.BaseExpression]:
         if id(use) not in self._found:
@@ -982,15 +999,17 @@ class _ReachingBindings:
                     rebound = _plain_rebinding(earlier, name)
                     if rebound is not None:
                         return rebound
-                    if _binds_anywhere(earlier, name):
+                    if self._binds(earlier, name):
                         return None
             elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and current is parent.value:
                 pass  # the value is read before the targets are bound
             elif isinstance(parent, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.AssignTarget)):
                 return None  # the use is (in) a target
             elif isinstance(parent, _LOOPS):
-                if _binds_anywhere(parent, name):
+                if self._binds(parent, name):
                     return None  # a binding later in the loop reaches this use on the next iteration
+            elif isinstance(parent, _EXPRESSION_PARTS) and not self._walrus:
+                pass  # an expression binds nothing without a walrus: climb on
             else:
                 inside = {id(current), *(id(node) for node in walk_scope(current))}
                 if any(id(node) not in inside for node in _binding_nodes(parent, name, include_root=True)):

@@ -97,7 +97,7 @@ class Analysis:
         self._returns: Dict[Method, List[CountedReturn]] = {}
         self._allocating: Optional[FrozenSet[str]] = None
         # Facts across the module's functions and callers, read when first asked.
-        self.module_facts = ModuleFacts(tree, discovery, self.apply_calls)
+        self.module_facts = ModuleFacts(tree, discovery, self.apply_calls, lines)
 
     def inference(self, method: Method, role: Optional[str] = None) -> TensorInference:
         key = (method, role or method.name)

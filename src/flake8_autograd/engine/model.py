@@ -208,6 +208,14 @@ class Method:
             self.signature.positional = self.signature.positional[1:]
         self._facts: Optional[BodyFacts] = None
         self._leftover_ctx: Optional[bool] = None
+        self._body_nodes: Optional[Tuple[cst.CSTNode, ...]] = None
+
+    def body_nodes(self) -> Tuple[cst.CSTNode, ...]:
+        """Every node of the body as ``walk_scope`` yields them, walked once for all the facts that read
+        them (several facts each walked every body before)."""
+        if self._body_nodes is None:
+            self._body_nodes = tuple(walk_scope(self.node.body)) if self.node is not None else ()
+        return self._body_nodes
 
     def rebinds(self, name: str) -> bool:
         """Whether the body binds ``name`` again, other than by ``name += ...`` (which keeps the object)."""
@@ -261,7 +269,7 @@ class Method:
         if first.annotation is not None:
             declared = cst_dotted(first.annotation) or ""
             return declared.rsplit(".", 1)[-1] in CTX_ANNOTATIONS
-        facts = collect_facts(self.node, name)
+        facts = collect_facts(self.node, name, self.body_nodes())
         attributes = set(facts.ctx_reads)
         stored = {store.attribute for store in facts.ctx_stores}
         attribute_uses = sum(len(reads) for reads in facts.ctx_reads.values())
@@ -279,7 +287,9 @@ class Method:
         if self._facts is None:
             ctx_name = self.ctx_name  # may collect the facts itself
             if self._facts is None:
-                self._facts = collect_facts(self.node, ctx_name) if self.node is not None else BodyFacts()
+                self._facts = (
+                    collect_facts(self.node, ctx_name, self.body_nodes()) if self.node is not None else BodyFacts()
+                )
         return self._facts
 
     def position(self, node: Optional[cst.CSTNode] = None) -> Tuple[int, int]:
@@ -442,10 +452,13 @@ def uses_first_as_ctx(method: Method) -> bool:
     return bool(CTX_METHODS.intersection(facts.ctx_calls))
 
 
-def collect_facts(function: cst.FunctionDef, ctx_name: Optional[str]) -> BodyFacts:
+def collect_facts(
+    function: cst.FunctionDef, ctx_name: Optional[str], nodes: Optional[Sequence[cst.CSTNode]] = None
+) -> BodyFacts:
+    """The facts of ``function``'s body; ``nodes``, when given, are that body's nodes already walked."""
     facts = BodyFacts()
     readers = _FACT_READERS
-    for node in walk_scope(function.body):
+    for node in nodes if nodes is not None else walk_scope(function.body):
         reader = readers.get(type(node))
         if reader is not None:
             reader(facts, node, ctx_name)

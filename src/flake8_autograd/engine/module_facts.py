@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -83,9 +83,15 @@ class _Walked:
 
 class ModuleFacts:
     def __init__(
-        self, tree: ast.Module, discovery: Discovery, apply_calls: Callable[[str], List[ApplyCall]]
+        self,
+        tree: ast.Module,
+        discovery: Discovery,
+        apply_calls: Callable[[str], List[ApplyCall]],
+        lines: Optional[Sequence[str]] = None,
     ) -> None:
         self.tree = tree
+        # Without the text, every function is searched for ``global`` statements.
+        self._may_declare_global = lines is None or any("global" in line for line in lines)
         self.discovery = discovery
         self.imports: ImportTable = discovery.imports
         self._apply_calls = apply_calls
@@ -126,7 +132,7 @@ class ModuleFacts:
 
     def _sole_top_level(self, name: str) -> Optional[ast.stmt]:
         if self._top_level is None:
-            self._top_level = _top_level_bindings(self.tree)
+            self._top_level = _top_level_bindings(self.tree, self._may_declare_global)
         statements = self._top_level.get(name, [])
         return statements[0] if len(statements) == 1 else None
 
@@ -404,17 +410,18 @@ def _classes_in_functions(tree: ast.Module) -> Set[int]:
     return found
 
 
-def _top_level_bindings(tree: ast.Module) -> Dict[str, List[ast.stmt]]:
+def _top_level_bindings(tree: ast.Module, may_declare_global: bool = True) -> Dict[str, List[ast.stmt]]:
     """Each name the module's statements bind, with every statement that binds it; a name a function
-    declares ``global`` counts as bound twice."""
+    declares ``global`` counts as bound twice (looked for only when the text may hold ``global``)."""
     bound: Dict[str, List[ast.stmt]] = {}
     for statement in tree.body:
         for name in statement_names(statement):
             bound.setdefault(name, []).append(statement)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Global):
-            for name in node.names:
-                bound.setdefault(name, []).append(node)
+    if may_declare_global:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                for name in node.names:
+                    bound.setdefault(name, []).append(node)
     return bound
 
 

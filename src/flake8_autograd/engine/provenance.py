@@ -40,7 +40,7 @@ from typing import Dict, FrozenSet, Hashable, Iterable, List, Optional, Sequence
 import libcst as cst
 
 from .model import Method
-from .walk import children, cst_dotted, walk, walk_scope
+from .walk import children, cst_dotted, walk
 
 Computation = Tuple[Hashable, ...]
 
@@ -199,8 +199,7 @@ class Provenance:
             return []
         if self._dropped is None:
             dropped: Set[cst.Call] = set()
-            body = self.method.node.body if self.method.node is not None else None
-            for statement in walk_scope(body) if body is not None else ():
+            for statement in self.method.body_nodes():
                 value: Optional[cst.BaseExpression] = None
                 if isinstance(statement, cst.Expr):
                     value = statement.value
@@ -441,8 +440,7 @@ class Provenance:
         setting it to a constant (``zero_()``)."""
         if self._in_place_calls is None:
             calls: Dict[str, List[cst.Call]] = {}
-            body = self.method.node.body if self.method.node is not None else None
-            for node in walk_scope(body) if body is not None else ():
+            for node in self.method.body_nodes():
                 if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
                     continue
                 method = node.func.attr.value
@@ -899,7 +897,7 @@ def _results_used(call: cst.Call, method: Method) -> int:
     if method.node is None:
         return 0
     occurrences: Dict[str, int] = {name: 0 for name in unpacked}
-    for node in walk_scope(method.node.body):
+    for node in method.body_nodes():
         if isinstance(node, cst.Name) and node.value in occurrences:
             occurrences[node.value] += 1
     # Every binding of a name is one occurrence of it as a target; any more is a read.

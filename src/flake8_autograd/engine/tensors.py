@@ -296,7 +296,7 @@ class TensorInference:
         if len(self.facts.bindings.get(name, ())) + (name in self.params) < 2 or self.method.node is None:
             return None
         if self._reaching is None:
-            self._reaching = _ReachingBindings(self.method.node)
+            self._reaching = _ReachingBindings(self.method.node, self.method.body_nodes())
         return self._reaching.value(node)
 
     # -- public --------------------------------------------------------------------------------
@@ -958,11 +958,11 @@ class _ReachingBindings:
     and so does a use in a nested scope or a comprehension.
     """
 
-    def __init__(self, function: cst.FunctionDef) -> None:
+    def __init__(self, function: cst.FunctionDef, nodes: Sequence[cst.CSTNode]) -> None:
         self._function = function
         self._parents: Dict[int, cst.CSTNode] = {}
         self._walrus = False  # whether an expression of the body binds a name (``(x := ...)``)
-        for node in [function.body, *walk_scope(function.body)]:
+        for node in [function.body, *nodes]:
             if type(node) is cst.NamedExpr:
                 self._walrus = True
             if type(node) not in _NESTED_SCOPES:
@@ -1106,10 +1106,9 @@ def _narrow(branch: cst.CSTNode, narrowing: Narrowing, into: Dict[int, Kind]) ->
 def narrowings(inference: "TensorInference") -> Dict[int, Kind]:
     """The kind of each name use that an enclosing ``if`` test (or conditional expression) decides."""
     found: Dict[int, Kind] = {}
-    function = inference.method.node
-    if function is None:
+    if inference.method.node is None:
         return found
-    for node in walk_scope(function.body):
+    for node in inference.method.body_nodes():
         if isinstance(node, (cst.If, cst.IfExp)):
             holds, fails = _test_narrowings(node.test, inference)
             if holds:

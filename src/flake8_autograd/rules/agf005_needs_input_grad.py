@@ -103,6 +103,8 @@ def _untied_count(groups: List[List[int]], positions: List[int], model: ClassMod
     """How many groups of separate work remain once groups whose arguments every apply call of the module
     derives from the same values of the caller are taken as one: they need gradients together, so
     needs_input_grad could never skip one of them alone."""
+    if not analysis.apply_calls(model.name):
+        return len(groups)  # no call in the module: nothing to trace (the module's calls are read once)
     calls = apply_call_sources(analysis.tree, model.name)
     if not calls:
         return len(groups)

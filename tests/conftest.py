@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import io
+import os
 import re
 import textwrap
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -116,3 +119,13 @@ def codes_inside(stem: str, name: str) -> Set[str]:
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+def require_torch() -> ModuleType:
+    """torch for an oracle test: skipped when torch is not installed, unless ``AGF_REQUIRE_TORCH`` is set
+    (CI sets it, so that a missing torch fails instead of skipping the oracle layer)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Failed to initialize NumPy", category=UserWarning)
+        if os.environ.get("AGF_REQUIRE_TORCH"):
+            return importlib.import_module("torch")
+        return pytest.importorskip("torch", reason="the oracle layer runs fixture Functions under PyTorch")

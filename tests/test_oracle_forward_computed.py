@@ -10,21 +10,15 @@ masked reduction), and the input gets no gradient.
 
 from __future__ import annotations
 
-import importlib
-import os
-import warnings
 from functools import lru_cache
 from types import SimpleNamespace
 from typing import Callable, List, Tuple
 
 import pytest
 
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", message=r"Failed to initialize NumPy", category=UserWarning)
-    if os.environ.get("AGF_REQUIRE_TORCH"):
-        torch = importlib.import_module("torch")
-    else:
-        torch = pytest.importorskip("torch", reason="the oracle layer runs fixture Functions under PyTorch")
+from conftest import require_torch
+
+torch = require_torch()
 
 from conftest import FIXTURES, expected_findings  # noqa: E402
 from oracle import Declaration, LoadedFixture, check, load_fixture, parse_fixture  # noqa: E402

@@ -25,6 +25,7 @@ from .agf113_backward_presence import BackwardPresenceRule
 from .agf114_decorator_order import DecoratorOrderRule
 from .agf115_vmap_with_generated_rule import VmapWithGeneratedRuleRule
 from .agf116_list_return import ListReturnRule
+from .agf117_saved_tensors_read import SavedTensorsReadRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -57,6 +58,7 @@ PREVIEW_RULES: List[Rule] = [
     DecoratorOrderRule(),
     VmapWithGeneratedRuleRule(),
     ListReturnRule(),
+    SavedTensorsReadRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

@@ -1,0 +1,120 @@
+"""AGF117: ctx.saved_tensors read where nothing was saved, or its tuple used as a tensor."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from ..engine.analysis import Analysis
+from ..engine.counting import backward_never_runs
+from ..engine.model import ClassModel, Method
+from ..engine.saved_paths import failing_saved_reads, saved_tuple_used_as_tensor, saving_paths, unconditional
+from .base import Finding, Rule
+
+# The methods that read ``ctx.saved_tensors`` (vjp is backward's other name).
+_READERS = ("backward", "vjp", "jvp")
+
+
+class SavedTensorsReadRule(Rule):
+    code = "AGF117"
+    name = "saved_tensors read where nothing was saved, or used as a tensor"
+    message = (
+        "{method} takes a tensor from ctx.saved_tensors but {saver} saves nothing; "
+        "call ctx.save_for_backward(...) in {saver} with the tensors {method} needs"
+    )
+    partial = (
+        "{method} takes a tensor from ctx.saved_tensors but {saver} can end at line {line} without saving; "
+        "call ctx.save_for_backward(...) on every path of {saver} that returns"
+    )
+    as_tensor = (
+        "{name} is the tuple ctx.saved_tensors, used as a tensor on line {line}; "
+        "unpack it: `{name}, = ctx.saved_tensors`"
+    )
+    invalid = (
+        """
+        class Square(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * x
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                (x,) = ctx.saved_tensors
+                return 2 * x * grad_output
+        """,
+        """
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                x = ctx.saved_tensors
+                return grad_output * 2 * x.sign().abs()
+        """,
+    )
+    valid = (
+        """
+        class Square(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                (x,) = ctx.saved_tensors
+                return 2 * x * grad_output
+        """,
+    )
+
+    def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
+        readers = [
+            method
+            for name in _READERS
+            for method in [model.own_methods.get(name)]
+            if method is not None and method.node is not None and "saved_tensors" in method.facts.ctx_reads
+        ]
+        if not readers:
+            return
+        forward = model.method("forward")
+        if forward is None or backward_never_runs(model, analysis.inference(forward)):
+            return
+        for reader in readers:
+            yield from self._unsaved(model, reader)
+            for misuse in saved_tuple_used_as_tensor(reader, analysis.inference(reader)):
+                line, _ = reader.position(misuse.use)
+                yield self.report(reader, misuse.binding, self.as_tensor, name=misuse.name, line=line)
+
+    def _unsaved(self, model: ClassModel, reader: Method) -> Iterator[Finding]:
+        saver = _saver(model)
+        if saver is None:
+            return
+        paths = saving_paths(saver)
+        failing = failing_saved_reads(reader)
+        if paths is None or not failing:
+            return
+        if paths.never_saves:
+            # Whatever path ran, the tuple is empty: every read that takes an element fails.
+            for read in failing[:1]:
+                yield self.report(reader, read, method=reader.qualname, saver=saver.qualname)
+            return
+        if paths.unsaved_exit is None:
+            return
+        line, _ = saver.position(paths.unsaved_exit)
+        for reached in unconditional(reader, failing)[:1]:
+            yield self.report(reader, reached, self.partial, method=reader.qualname, saver=saver.qualname, line=line)
+
+
+def _saver(model: ClassModel) -> Optional[Method]:
+    """The method whose ctx fills saved_tensors, when it is certainly the only one: none of the class's
+    methods may come from a base this module cannot see."""
+    if model.has_unknown_base:
+        return None
+    if model.setup_context_style:
+        forward = model.method("forward")
+        if forward is not None and forward.ctx_name is not None:
+            return None  # a leftover ctx in forward (AGF112): which one saves is not clear
+        return model.method("setup_context")
+    return model.method("forward")

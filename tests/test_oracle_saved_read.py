@@ -86,6 +86,7 @@ CORRECT: Dict[str, Callable[[], Tuple[Any, ...]]] = {
     "IndexedTupleFunction": lambda: (_leaf(3),),
     "MaybeSavedFunction": lambda: (_leaf(3),),
     "TupleConcatFunction": lambda: (_leaf(3), _leaf(3)),
+    "SquareFunction": lambda: (_leaf(3),),
 }
 
 
@@ -109,6 +110,11 @@ def test_the_other_arms_of_silent_classes_run_too() -> None:
     assert torch.autograd.gradcheck(lambda x: _function("ModeScaleFunction").apply(x, False), (_leaf(3),))
     # RowScaleFunction's arm that saves is fine: only the other one is reported.
     assert torch.autograd.gradcheck(lambda x, w: _function("RowScaleFunction").apply(x, w), (_leaf(3), _leaf(3)))
+
+
+def test_a_stub_forward_gives_no_output_to_differentiate() -> None:
+    assert _function("SquareBase").apply(_leaf(3)) is None
+    assert "AGF117" not in codes_inside(STEM, "SquareBase")
 
 
 def test_a_function_with_no_differentiable_output_never_runs_backward() -> None:

@@ -15,6 +15,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set
 
 import libcst as cst
 
+from .counting import is_none
 from .model import Method
 from .tensors import Kind, TensorInference
 from .walk import walk, walk_scope
@@ -76,9 +77,15 @@ def _ctx_used_only_directly(method: Method) -> bool:
     return everywhere == facts.ctx_references + 1
 
 
+def returns_a_value(method: Method) -> bool:
+    """Whether ``method`` has a ``return <value>``: a forward without one (a stub a subclass replaces, a
+    forward that only raises) gives no output, and its class's backward never runs as written."""
+    return any(_returns_value(ret) for ret in method.facts.returns)
+
+
 def _returns_value(ret: cst.Return) -> bool:
     """``return <value>``: forward returning None gives no output, so autograd never calls backward."""
-    return ret.value is not None and not (isinstance(ret.value, cst.Name) and ret.value.value == "None")
+    return ret.value is not None and not is_none(ret.value)
 
 
 class _PathWalker:

@@ -7,7 +7,13 @@ from typing import Iterator, Optional
 from ..engine.analysis import Analysis
 from ..engine.counting import backward_never_runs
 from ..engine.model import ClassModel, Method
-from ..engine.saved_paths import failing_saved_reads, saved_tuple_used_as_tensor, saving_paths, unconditional
+from ..engine.saved_paths import (
+    failing_saved_reads,
+    returns_a_value,
+    saved_tuple_used_as_tensor,
+    saving_paths,
+    unconditional,
+)
 from .base import Finding, Rule
 
 # The methods that read ``ctx.saved_tensors`` (vjp is backward's other name).
@@ -79,8 +85,8 @@ class SavedTensorsReadRule(Rule):
         if not readers:
             return
         forward = model.method("forward")
-        if forward is None or backward_never_runs(model, analysis.inference(forward)):
-            return
+        if forward is None or not returns_a_value(forward) or backward_never_runs(model, analysis.inference(forward)):
+            return  # no output a gradient can flow through: backward never runs as written
         for reader in readers:
             yield from self._unsaved(model, reader)
             for misuse in saved_tuple_used_as_tensor(reader, analysis.inference(reader)):

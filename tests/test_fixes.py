@@ -27,7 +27,7 @@ from test_properties import PROPERTIES, fixture_mutants
 
 ALL_RULES = RULES + PREVIEW_RULES
 EVERYTHING = CheckOptions(preview=True)
-FIXABLE_CODES = {"AGF001", "AGF002", "AGF003", "AGF004", "AGF111", "AGF114", "AGF116"}
+FIXABLE_CODES = {"AGF001", "AGF002", "AGF003", "AGF004", "AGF111", "AGF114", "AGF116", "AGF118", "AGF119"}
 
 
 def findings_with_fixes(text: str) -> List[Finding]:

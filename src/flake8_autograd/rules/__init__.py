@@ -26,6 +26,8 @@ from .agf114_decorator_order import DecoratorOrderRule
 from .agf115_vmap_with_generated_rule import VmapWithGeneratedRuleRule
 from .agf116_list_return import ListReturnRule
 from .agf117_saved_tensors_read import SavedTensorsReadRule
+from .agf118_save_data import SaveDataRule
+from .agf119_saved_variables import SavedVariablesRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -59,6 +61,8 @@ PREVIEW_RULES: List[Rule] = [
     VmapWithGeneratedRuleRule(),
     ListReturnRule(),
     SavedTensorsReadRule(),
+    SaveDataRule(),
+    SavedVariablesRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

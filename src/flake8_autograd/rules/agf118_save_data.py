@@ -1,0 +1,136 @@
+"""AGF118: ``x.data`` passed to save_for_backward, which hides in-place changes from autograd."""
+
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from ..engine.aliases import method_writes
+from ..engine.analysis import Analysis
+from ..engine.model import ClassModel, Method
+from ..engine.tensors import Kind
+from ..engine.walk import short_code
+from ..fixes import Fix, locator
+from .base import Finding, Rule
+
+
+class SaveDataRule(Rule):
+    code = "AGF118"
+    name = "save_for_backward of .data"
+    message = (
+        "{method} saves {value} for backward: .data is not version-checked, so an in-place change before "
+        "backward silently gives a wrong gradient; save {base}.detach()"
+    )
+    invalid = (
+        """
+        class MulFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.save_for_backward(x.data, w.data)
+                return x * w
+
+            @staticmethod
+            def backward(ctx, grad):
+                x, w = ctx.saved_tensors
+                return grad * w, grad * x
+        """,
+    )
+    valid = (
+        """
+        class MulFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.save_for_backward(x, w.detach())
+                return x * w
+
+            @staticmethod
+            def backward(ctx, grad):
+                x, w = ctx.saved_tensors
+                return grad * w, grad * x
+        """,
+    )
+
+    def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
+        for method, saved in _saved_data(model, analysis):
+            base = short_code(saved.value) or "the tensor"
+            yield self.report(method, saved, method=method.qualname, value=_quote(saved), base=base)
+
+    def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
+        """``x.data`` becomes ``x.detach()``: the same memory, with the version counter kept.
+
+        Not where the method itself changes the saved tensor in place (``x.add_()`` after the save, a
+        write through ``x.data``, ``mark_dirty(x)``): there ``.data`` hid that change, and backward would
+        now raise on it; what the author meant there is theirs to say.
+        """
+        for method, saved in _saved_data(model, analysis):
+            if method.position(saved) != (finding.line, finding.column):
+                continue
+            root = _root_name(saved.value)
+            if root is not None and root in _written_names(method, analysis):
+                return None
+            where = locator(model.segment)
+            edit = where.replace(saved.attr, "detach()") if where is not None else None
+            return Fix((edit,)) if edit is not None else None
+        return None
+
+
+def _saved_data(model: ClassModel, analysis: Analysis) -> Iterator[Tuple[Method, cst.Attribute]]:
+    """Each ``<tensor>.data`` passed as itself to save_for_backward by forward (or setup_context)."""
+    method = model.own_methods.get("setup_context" if model.setup_context_style else "forward")
+    if method is None or method.node is None or method.ctx_name is None:
+        return
+    inference = analysis.inference(method)
+    for call in method.facts.ctx_calls.get("save_for_backward", []):
+        for arg in call.args:
+            value = arg.value
+            if arg.star or arg.keyword is not None or not isinstance(value, cst.Attribute):
+                continue
+            if value.attr.value != "data":
+                continue
+            kind = inference.kind(value.value)
+            # save_for_backward takes only tensors, so an unknown value whose ``.data`` it gets is most
+            # likely a tensor; not one declared as some other type (a PackedSequence's ``.data`` is a
+            # tensor field of its own, version-checked like any other)
+            if kind is Kind.TENSOR or (kind is Kind.UNKNOWN and not _declared(value.value, method)):
+                yield method, value
+
+
+def _declared(node: cst.BaseExpression, method: Method) -> bool:
+    """A parameter of the method given a type annotation."""
+    signature = method.signature
+    if signature is None or not isinstance(node, cst.Name):
+        return False
+    params = signature.positional + signature.keyword_only
+    return any(param.name == node.value and param.annotation is not None for param in params)
+
+
+def _root_name(node: cst.BaseExpression) -> Optional[str]:
+    """The name an expression is reached from: ``x`` of ``x``, ``x.weight``, ``x[0]``, ``x.view(-1)``."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        else:
+            return None
+
+
+def _written_names(method: Method, analysis: Analysis) -> Set[str]:
+    """Names the method changes in place, through themselves or anything reached from them, or marks dirty."""
+    facts = method.facts
+    targets: List[cst.BaseExpression] = [change.target for change in facts.expression_writes if change.target]
+    for call in facts.calls:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.endswith("__"):
+            targets.append(func.value)
+    targets += [arg.value for call in facts.ctx_calls.get("mark_dirty", []) for arg in call.args]
+    written = {change.name for change in facts.in_place} | {write.root for write in method_writes(method, analysis)}
+    return written | {name for name in map(_root_name, targets) if name is not None}
+
+
+def _quote(node: cst.BaseExpression) -> str:
+    code = short_code(node)
+    return f"'{code}'" if code is not None else "a .data tensor"

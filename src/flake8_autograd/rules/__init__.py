@@ -28,6 +28,7 @@ from .agf116_list_return import ListReturnRule
 from .agf117_saved_tensors_read import SavedTensorsReadRule
 from .agf118_save_data import SaveDataRule
 from .agf119_saved_variables import SavedVariablesRule
+from .agf120_shared_storage import SharedStorageRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -63,6 +64,7 @@ PREVIEW_RULES: List[Rule] = [
     SavedTensorsReadRule(),
     SaveDataRule(),
     SavedVariablesRule(),
+    SharedStorageRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

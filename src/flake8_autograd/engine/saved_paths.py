@@ -11,7 +11,7 @@ needed, an ``if`` with no ``else`` that saves or returns: a save made optional o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Set
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set
 
 import libcst as cst
 
@@ -52,7 +52,9 @@ def saving_paths(saver: Method) -> Optional[SavingPaths]:
     if not saves:
         return SavingPaths(True)
     in_forward = saver.name == "forward"
-    walker = _PathWalker({id(call) for call in saves}, any_return=not in_forward)
+    walker = _PathWalker(
+        {id(call) for call in saves}, any_return=not in_forward, gradient_names=_gradient_locals(saver)
+    )
     try:
         falls_off_unsaved = walker.block(node.body, live=True)
     except _Unknown:
@@ -91,8 +93,9 @@ def _returns_value(ret: cst.Return) -> bool:
 class _PathWalker:
     """Follows the statements of a body with one bit: whether a path that has not saved yet reaches here."""
 
-    def __init__(self, saves: Set[int], any_return: bool) -> None:
+    def __init__(self, saves: Set[int], any_return: bool, gradient_names: FrozenSet[str] = frozenset()) -> None:
         self.saves = saves
+        self.gradient_names = gradient_names  # locals holding a gradient test (``wanted = any(ctx.needs_input_grad)``)
         self.any_return = any_return  # setup_context: every return is a way out; forward: one with a value
         self.unsaved_exit: Optional[cst.CSTNode] = None
 
@@ -117,7 +120,7 @@ class _PathWalker:
         if isinstance(statement, cst.SimpleStatementLine):
             return self.simple(statement.body, live)
         if isinstance(statement, cst.If):
-            if _mentions_gradient_test(statement.test):
+            if _mentions_gradient_test(statement.test, self.gradient_names):
                 raise _Unknown
             if self._saves_in(statement.test):
                 live = False
@@ -193,11 +196,28 @@ def _always_true(test: cst.BaseExpression) -> bool:
     )
 
 
-def _mentions_gradient_test(test: cst.BaseExpression) -> bool:
-    for found in walk_scope(test):
-        if isinstance(found, cst.Name) and found.value in _GRADIENT_TESTS:
+def _mentions_gradient_test(test: cst.BaseExpression, gradient_names: FrozenSet[str] = frozenset()) -> bool:
+    for found in [test, *walk_scope(test)]:
+        if isinstance(found, cst.Name) and (found.value in _GRADIENT_TESTS or found.value in gradient_names):
             return True
     return False
+
+
+def _gradient_locals(method: Method) -> FrozenSet[str]:
+    """Locals some binding of which holds a gradient test, directly or through another such local
+    (``store = any(ctx.needs_input_grad)``; ``keep = store and training``)."""
+    found: Set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, bindings in method.facts.bindings.items():
+            if name not in found and any(
+                binding.value is not None and _mentions_gradient_test(binding.value, frozenset(found))
+                for binding in bindings
+            ):
+                found.add(name)
+                changed = True
+    return frozenset(found)
 
 
 def _has_return(node: cst.CSTNode) -> bool:

@@ -29,6 +29,7 @@ from .agf117_saved_tensors_read import SavedTensorsReadRule
 from .agf118_save_data import SaveDataRule
 from .agf119_saved_variables import SavedVariablesRule
 from .agf120_shared_storage import SharedStorageRule
+from .agf121_save_outside_forward import SaveOutsideForwardRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -65,6 +66,7 @@ PREVIEW_RULES: List[Rule] = [
     SaveDataRule(),
     SavedVariablesRule(),
     SharedStorageRule(),
+    SaveOutsideForwardRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

@@ -53,6 +53,7 @@ FLAGGED: Dict[str, bool] = {
     "GlobalExp": False,
     "SetupContextCube": False,
     "ClassAttrMul": True,
+    "UnannotatedSquare": False,
 }
 SILENT: Dict[str, bool] = {
     "CountedSquare": False,
@@ -86,6 +87,13 @@ def test_silent_class_gives_right_gradient_when_calls_overlap(name: str) -> None
     args = (x.detach().requires_grad_(), 2.0) if name == "FloatOnClass" else (x.detach().requires_grad_(),)
     assert torch.autograd.gradcheck(function.apply, args)
     assert "AGF120" not in codes_inside(STEM, name)
+
+
+def test_unannotated_factor_stays_silent_and_is_a_number_there() -> None:
+    function = fixture_module(STEM).UnannotatedFactor
+    x = torch.rand(3, dtype=torch.double, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: function.apply(t, 2.0), (x,))
+    assert "AGF120" not in codes_inside(STEM, "UnannotatedFactor")
 
 
 def test_holder_square_stays_silent_and_correct() -> None:

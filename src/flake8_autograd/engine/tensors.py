@@ -277,6 +277,7 @@ class TensorInference:
         self._evidence: Optional[_Evidence] = None
         self._narrowed: Optional[Dict[int, Kind]] = None
         self._reaching: Optional[_ReachingBindings] = None
+        self._given_gradients: Optional[FrozenSet[str]] = None
 
     @property
     def evidence(self) -> "_Evidence":
@@ -627,7 +628,19 @@ class TensorInference:
             return Kind.TENSOR
         if param.default is not None and _is_literal(param.default):
             return Kind.NOT_TENSOR  # ``scale=1.0``, ``inplace=False``
+        if self.role == "forward" and param.name in self._inputs_given_gradients():
+            return Kind.TENSOR
         return Kind.UNKNOWN
+
+    def _inputs_given_gradients(self) -> FrozenSet[str]:
+        """Forward's inputs for which every way out of the class's own backward returns a gradient that is
+        certainly not None. PyTorch raises for a non-None gradient of an input that is not a tensor
+        ("returned a gradient different than None at position i, but the corresponding forward input was
+        not a Variable"), so in working code those inputs are tensors."""
+        if self._given_gradients is None:
+            self._given_gradients = frozenset()  # a question asked while answering this one gets no answer
+            self._given_gradients = _inputs_given_gradients(self.model, self.imports)
+        return self._given_gradients
 
     def _callers_pass_non_tensors(self, param: Param) -> bool:
         """Every same-module ``apply`` call gives forward's input ``param`` a certain non-tensor (or leaves
@@ -750,6 +763,41 @@ _ORDERED_KINDS = frozenset(
     + (cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.ExceptHandler, cst.Del, cst.Import,
        cst.ImportFrom, cst.Global, cst.Nonlocal, cst.MatchAs, cst.MatchStar)
 )
+
+
+# Models whose backward is being read for the gradients it returns: a forward input asked about meanwhile
+# (backward reading what forward saved) is answered without this fact, so the question does not recur.
+_READING_GRADIENTS: Set[int] = set()
+
+
+def _inputs_given_gradients(model: ClassModel, imports: ImportTable) -> FrozenSet[str]:
+    from .counting import counted_returns  # counting builds on this module
+
+    inputs = model.forward_inputs()
+    backward = model.own_methods.get("backward")
+    if inputs is None or backward is None or backward.node is None or id(model) in _READING_GRADIENTS:
+        return frozenset()
+    _READING_GRADIENTS.add(id(model))
+    try:
+        inference = TensorInference(backward, model, imports, "backward")
+        returns = counted_returns(backward, inference)
+        if not returns or any(way.slots is None or len(way.slots) != len(inputs.params) for way in returns):
+            return frozenset()
+        return frozenset(
+            param.name for index, param in enumerate(inputs.params)
+            if all(_certainly_a_value(value, inference) for way in returns for value in (way.slots or [])[index])
+        )
+    finally:
+        _READING_GRADIENTS.discard(id(model))
+
+
+def _certainly_a_value(node: cst.BaseExpression, inference: "TensorInference") -> bool:
+    """Arithmetic, or a call known to give a tensor: never None, whatever the operands are."""
+    if isinstance(node, cst.BinaryOperation):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return not isinstance(node.operator, cst.Not)
+    return isinstance(node, cst.Call) and inference.kind(node) is Kind.TENSOR
 
 
 class _Evidence:

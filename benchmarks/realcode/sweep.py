@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from score import DEFAULT_CACHE, HERE, SPLIT_GROUPS, SPLITS, MalformedData, load_benchmark
+from score import SPLIT_GROUPS, SPLITS, MalformedData, add_data_arguments, load_benchmark
 
 from flake8_autograd.command.runner import CheckOptions, check_file
 
@@ -50,13 +50,12 @@ def sweep(cache: Path, projects: Sequence[str], prefixes: Sequence[str], counts_
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help=f"the downloaded projects ({DEFAULT_CACHE})")
-    parser.add_argument("--split", choices=(*SPLITS, *SPLIT_GROUPS), default="dev", help="which projects (dev)")
+    add_data_arguments(parser, "projects.toml", "dev", "which projects to sweep", (*SPLITS, *SPLIT_GROUPS))
     parser.add_argument("--select", required=True, help="comma-separated code prefixes, e.g. AGF122,AGF13")
     parser.add_argument("--counts", action="store_true", help="print only the number of findings per code")
     arguments = parser.parse_args(argv)
     try:
-        benchmark = load_benchmark(HERE)
+        benchmark = load_benchmark(arguments.data)
     except MalformedData as error:
         print(f"sweep.py: error: {error}", file=sys.stderr)
         return 2

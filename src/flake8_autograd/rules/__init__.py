@@ -30,6 +30,8 @@ from .agf118_save_data import SaveDataRule
 from .agf119_saved_variables import SavedVariablesRule
 from .agf120_shared_storage import SharedStorageRule
 from .agf121_save_outside_forward import SaveOutsideForwardRule
+from .agf125_custom_fwd_bwd import CustomFwdBwdRule
+from .agf126_apply_arguments import ApplyArgumentsRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -67,6 +69,8 @@ PREVIEW_RULES: List[Rule] = [
     SavedVariablesRule(),
     SharedStorageRule(),
     SaveOutsideForwardRule(),
+    CustomFwdBwdRule(),
+    ApplyArgumentsRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

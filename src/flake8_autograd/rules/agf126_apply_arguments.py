@@ -1,0 +1,116 @@
+"""AGF126: ``Cls.apply(...)`` called with a number of positional arguments forward cannot take."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional, Sequence, Tuple
+
+from ..engine.amp import amp_decorators
+from ..engine.analysis import Analysis
+from ..engine.apply_sites import ApplySite, apply_sites
+from ..engine.model import ClassModel, Method, Param
+from ..fixes import ast_span
+from .base import Finding, Rule
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What forward takes from ``apply``'s positional arguments."""
+
+    params: Tuple[Param, ...]
+
+    @property
+    def most(self) -> int:
+        return len(self.params)
+
+    @property
+    def least(self) -> int:
+        return sum(1 for param in self.params if not param.has_default)
+
+    def described(self) -> str:
+        count = f"{self.least} to {self.most}" if self.least != self.most else str(self.most)
+        return f"{count} positional input" + ("" if count == "1" else "s")
+
+
+class ApplyArgumentsRule(Rule):
+    code = "AGF126"
+    name = "apply called with a count of arguments forward cannot take"
+    message = (
+        "{cls}.apply() is called with {given} positional argument{plural} but {forward} takes {taken}, "
+        "so the call raises TypeError; pass {taken}"
+    )
+    invalid = (
+        """
+        class ScaleFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, factor=2.0):
+                ctx.factor = factor
+                return x * factor
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * ctx.factor, None
+
+        def scale(x):
+            return ScaleFn.apply(x, 3.0, True)
+        """,
+    )
+    valid = (
+        """
+        class ScaleFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, factor=2.0):
+                ctx.factor = factor
+                return x * factor
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * ctx.factor, None
+
+        def scale(x):
+            return ScaleFn.apply(x, 3.0)
+        """,
+    )
+
+    def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
+        sites = apply_sites(analysis, model.site)
+        if not sites:
+            return
+        forward = model.method("forward")
+        inputs = _forward_inputs(model, forward, analysis)
+        if forward is None or inputs is None:
+            return
+        lines = model.segment.lines
+        for site in sites:
+            if site.starred or site.keywords:
+                continue  # ``*args`` may hold any count; a keyword may fill a slot
+            if inputs.least <= site.positional <= inputs.most:
+                continue
+            yield self._report(site, lines, cls=model.name, forward=forward.qualname, inputs=inputs)
+
+    def _report(self, site: ApplySite, lines: Sequence[str], cls: str, forward: str, inputs: _Inputs) -> Finding:
+        span = ast_span(site.call, lines)
+        line, column = span[0] if span is not None else (site.call.lineno, site.call.col_offset)
+        text = self.message.format(
+            cls=cls, given=site.positional, plural="" if site.positional == 1 else "s", forward=forward,
+            taken=inputs.described(),
+        )
+        return Finding(line, column, self.code, f"{self.code} {text}")
+
+
+def _forward_inputs(model: ClassModel, forward: Optional[Method], analysis: Analysis) -> Optional[_Inputs]:
+    """The positional inputs forward takes after what ``apply`` supplies itself (ctx, in the combined style);
+    None when forward's shape is not certain: ``*args``, an unseen base (which may define ``apply`` or
+    forward), a decorator that may change the signature, an ``apply`` of the class's own."""
+    if forward is None or forward.signature is None or forward.signature.vararg is not None:
+        return None
+    if model.has_unknown_base or model.method("apply") is not None or model.class_attribute("apply") is not None:
+        return None
+    if amp_decorators(forward, analysis.imports).unknown:
+        return None  # custom_fwd passes every argument through; anything else may not
+    params = tuple(forward.signature.positional)
+    if not model.setup_context_style:
+        if not params:
+            return None  # no ctx parameter: the class is broken in another way (AGF002)
+        params = params[1:]
+    return _Inputs(params)

@@ -46,7 +46,7 @@ class SavingPaths:
 def saving_paths(saver: Method) -> Optional[SavingPaths]:
     """The saving paths of ``saver`` (forward or setup_context); None when they are not certain."""
     node, ctx_name = saver.node, saver.ctx_name
-    if node is None or ctx_name is None or saver.facts.yields or not _ctx_used_only_directly(saver):
+    if node is None or ctx_name is None or saver.facts.yields or not ctx_used_only_directly(saver):
         return None
     saves = [call for name in SAVING_CALLS for call in saver.facts.ctx_calls.get(name, [])]
     if not saves:
@@ -65,7 +65,7 @@ def saving_paths(saver: Method) -> Optional[SavingPaths]:
     return SavingPaths(False, walker.unsaved_exit)
 
 
-def _ctx_used_only_directly(method: Method) -> bool:
+def ctx_used_only_directly(method: Method) -> bool:
     """Every use of the ctx is ``ctx.<attribute>`` in the method's own scope: no call receives it, no name
     or container holds it, no nested function or lambda sees it, and it is never rebound."""
     facts, ctx_name = method.facts, method.ctx_name

@@ -30,6 +30,7 @@ from .agf118_save_data import SaveDataRule
 from .agf119_saved_variables import SavedVariablesRule
 from .agf120_shared_storage import SharedStorageRule
 from .agf121_save_outside_forward import SaveOutsideForwardRule
+from .agf122_saved_unread import SavedUnreadRule
 from .agf125_custom_fwd_bwd import CustomFwdBwdRule
 from .agf126_apply_arguments import ApplyArgumentsRule
 from .base import Finding, Rule
@@ -69,6 +70,7 @@ PREVIEW_RULES: List[Rule] = [
     SavedVariablesRule(),
     SharedStorageRule(),
     SaveOutsideForwardRule(),
+    SavedUnreadRule(),
     CustomFwdBwdRule(),
     ApplyArgumentsRule(),
 ]

@@ -1,0 +1,74 @@
+"""AGF122: a tensor passed to ctx.save_for_backward that backward never reads."""
+
+from __future__ import annotations
+
+from typing import Iterator, List
+
+import libcst as cst
+
+from ..engine.analysis import Analysis
+from ..engine.counting import backward_never_runs
+from ..engine.model import ClassModel
+from ..engine.saved_slots import unread_saves
+from ..engine.walk import short_code
+from .base import Finding, Rule
+
+
+class SavedUnreadRule(Rule):
+    code = "AGF122"
+    name = "a saved tensor backward never reads"
+    message = (
+        "{method} never reads {names} from ctx.saved_tensors; remove {pronoun} from ctx.save_for_backward "
+        "in {saver}, which keeps {pronoun} alive until backward"
+    )
+    invalid = (
+        """
+        class Wasteful(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, input):
+                intermediate = input.exp()
+                output = intermediate * 2
+                ctx.save_for_backward(input, intermediate, output)
+                return output
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                input, intermediate, output = ctx.saved_tensors
+                return grad_output * output
+        """,
+    )
+    valid = (
+        """
+        class Lean(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, input):
+                output = input.exp() * 2
+                ctx.save_for_backward(output)
+                return output
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                (output,) = ctx.saved_tensors
+                return grad_output * output
+        """,
+    )
+
+    def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
+        found = unread_saves(model, analysis.discovery.has_local_subclass(model.site), analysis.inference)
+        if found is None:
+            return
+        forward = model.method("forward")
+        if forward is None or backward_never_runs(model, analysis.inference(forward)):
+            return  # backward never runs: what it would read does not matter
+        names = _names(found.save, found.unread)
+        yield self.report(
+            found.saver, found.unread[0], method=found.reader.qualname, names=names,
+            pronoun="it" if len(found.unread) == 1 else "them", saver=found.saver.qualname,
+        )
+
+
+def _names(save: cst.Call, unread: List[cst.BaseExpression]) -> str:
+    """``a``, ``a and b``, ``a, b and c``: each argument's code, or its position when too long to quote."""
+    positions = {id(arg.value): index for index, arg in enumerate(save.args)}
+    quoted = [short_code(argument) or f"argument {positions[id(argument)] + 1}" for argument in unread]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]

@@ -33,6 +33,7 @@ from .agf121_save_outside_forward import SaveOutsideForwardRule
 from .agf122_saved_unread import SavedUnreadRule
 from .agf125_custom_fwd_bwd import CustomFwdBwdRule
 from .agf126_apply_arguments import ApplyArgumentsRule
+from .agf127_unread_output_gradient import UnreadOutputGradientRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -73,6 +74,7 @@ PREVIEW_RULES: List[Rule] = [
     SavedUnreadRule(),
     CustomFwdBwdRule(),
     ApplyArgumentsRule(),
+    UnreadOutputGradientRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

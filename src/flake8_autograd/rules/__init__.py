@@ -35,6 +35,8 @@ from .agf124_ctx_attribute_unset import CtxAttributeUnsetRule
 from .agf125_custom_fwd_bwd import CustomFwdBwdRule
 from .agf126_apply_arguments import ApplyArgumentsRule
 from .agf127_unread_output_gradient import UnreadOutputGradientRule
+from .agf129_vmap_support import VmapSupportRule
+from .agf130_save_for_forward import SaveForForwardRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -77,6 +79,8 @@ PREVIEW_RULES: List[Rule] = [
     CustomFwdBwdRule(),
     ApplyArgumentsRule(),
     UnreadOutputGradientRule(),
+    VmapSupportRule(),
+    SaveForForwardRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

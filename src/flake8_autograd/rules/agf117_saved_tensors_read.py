@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator
 
 from ..engine.analysis import Analysis
 from ..engine.counting import backward_never_runs
 from ..engine.model import ClassModel, Method
+from ..engine.saved_arguments import saving_method
 from ..engine.saved_paths import (
     failing_saved_reads,
     returns_a_value,
@@ -94,7 +95,7 @@ class SavedTensorsReadRule(Rule):
                 yield self.report(reader, misuse.binding, self.as_tensor, name=misuse.name, line=line)
 
     def _unsaved(self, model: ClassModel, reader: Method) -> Iterator[Finding]:
-        saver = _saver(model)
+        saver = saving_method(model)
         if saver is None:
             return
         paths = saving_paths(saver)
@@ -111,16 +112,3 @@ class SavedTensorsReadRule(Rule):
         line, _ = saver.position(paths.unsaved_exit)
         for reached in unconditional(reader, failing)[:1]:
             yield self.report(reader, reached, self.partial, method=reader.qualname, saver=saver.qualname, line=line)
-
-
-def _saver(model: ClassModel) -> Optional[Method]:
-    """The method whose ctx fills saved_tensors, when it is certainly the only one: none of the class's
-    methods may come from a base this module cannot see."""
-    if model.has_unknown_base:
-        return None
-    if model.setup_context_style:
-        forward = model.method("forward")
-        if forward is not None and forward.ctx_name is not None:
-            return None  # a leftover ctx in forward (AGF112): which one saves is not clear
-        return model.method("setup_context")
-    return model.method("forward")

@@ -299,3 +299,14 @@ def test_finding_outside_its_class_goes_to_the_class_named_only_when_the_name_is
     )
     result = scorer.score_split(scorer.load_benchmark(data), "dev", cache, preview=True)
     assert {code: (tally.labelled, tally.found) for code, tally in result.tallies.items()} == {}
+
+
+def test_codes_newer_than_the_labels_are_counted_apart_not_scored() -> None:
+    result = score("--split", "dev", "--preview")
+    assert result.returncode == 0, result.stderr
+    # TwoGradients keeps a saved tensor backward never reads (AGF122, a code the labels predate): listed
+    # apart, so it is neither a false alarm nor in the preview total.
+    assert "codes newer than the labels, not scored (judge them with sweep.py): AGF122 1" in result.stdout
+    rows = tables(result.stdout)["dev"]
+    assert ("AGF122", "preview") not in rows
+    assert rows[("total", "preview")][:3] == ["4", "4", "3"]

@@ -54,6 +54,11 @@ from flake8_autograd.command.runner import CheckOptions, Report, SourceError, ch
 from flake8_autograd.rules import MESSAGES, RULES  # noqa: E402
 
 DEFAULT_CODES = frozenset(rule.code for rule in RULES)
+# The codes whose docs the labellers wrote against. A code added later has no labels: its findings are
+# counted apart (and judged one by one on whole projects with sweep.py), never scored as false alarms.
+LABELLED_CODES = frozenset(
+    [f"AGF00{number}" for number in range(1, 6)] + [f"AGF{number}" for number in range(101, 117)]
+)
 # Every rule runs; which codes are shown is decided afterwards.
 ALL_RULES = CheckOptions(preview=True)
 
@@ -332,6 +337,7 @@ class SplitScore:
     missing: List[Tuple[LabelledClass, str]] = field(default_factory=list)
     disagreements: List[Disagreement] = field(default_factory=list)
     adjudications: Counter[str] = field(default_factory=Counter)
+    unlabelled: Counter[str] = field(default_factory=Counter)  # findings of codes the labels do not cover
 
     def total(self, default: bool) -> Tally:
         total = Tally()
@@ -401,7 +407,9 @@ def score_split(benchmark: Benchmark, split: str, cache: Path, preview: bool) ->
                 if owner is not None:
                     found[owner].append(report)
         for label, reports in found.items():
-            _tally_class(score, label, [report for report in reports if shown(report.code)], shown)
+            shown_reports = [report for report in reports if shown(report.code)]
+            score.unlabelled.update(report.code for report in shown_reports if report.code not in LABELLED_CODES)
+            _tally_class(score, label, [report for report in shown_reports if report.code in LABELLED_CODES], shown)
     sides: Dict[Tuple[str, str, int, str], str] = {}
     for adjudication in benchmark.adjudications:
         if benchmark.in_split(adjudication.project, split):
@@ -485,6 +493,9 @@ def format_split(score: SplitScore, preview: bool, details: bool) -> List[str]:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip())
     if not preview:
         lines.append("(preview codes not shown; --preview shows them)")
+    if score.unlabelled:
+        counts = ", ".join(f"{code} {number}" for code, number in sorted(score.unlabelled.items()))
+        lines.append(f"codes newer than the labels, not scored (judge them with sweep.py): {counts}")
     lines.append(
         f"adjudications: {score.adjudications['label']} label wrong, {score.adjudications['linter']} linter wrong"
     )

@@ -35,6 +35,7 @@ from .agf124_ctx_attribute_unset import CtxAttributeUnsetRule
 from .agf125_custom_fwd_bwd import CustomFwdBwdRule
 from .agf126_apply_arguments import ApplyArgumentsRule
 from .agf127_unread_output_gradient import UnreadOutputGradientRule
+from .agf128_setup_context_shape import SetupContextShapeRule
 from .agf129_vmap_support import VmapSupportRule
 from .agf130_save_for_forward import SaveForForwardRule
 from .base import Finding, Rule
@@ -79,6 +80,7 @@ PREVIEW_RULES: List[Rule] = [
     CustomFwdBwdRule(),
     ApplyArgumentsRule(),
     UnreadOutputGradientRule(),
+    SetupContextShapeRule(),
     VmapSupportRule(),
     SaveForForwardRule(),
 ]

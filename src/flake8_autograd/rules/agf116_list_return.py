@@ -1,8 +1,8 @@
-"""AGF116: backward returns a list display, which PyTorch counts as one value."""
+"""AGF116: backward or forward returns a list display, which PyTorch takes as one value."""
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional
 
 import libcst as cst
 
@@ -14,8 +14,12 @@ from .base import Finding, Rule
 
 class ListReturnRule(Rule):
     code = "AGF116"
-    name = "backward returns a list"
+    name = "backward or forward returns a list"
     message = "{method} returns a list, which PyTorch counts as one gradient; return a tuple"
+    forward_message = (
+        "{method} returns a list, which PyTorch takes as one non-tensor output: its tensors are not tracked "
+        "and backward never runs; return a tuple"
+    )
     invalid = (
         """
         class MulFn(torch.autograd.Function):
@@ -48,23 +52,31 @@ class ListReturnRule(Rule):
     )
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
-        for name in ("backward", "vjp"):
+        for name in ("backward", "vjp", "forward"):
             method = model.own_methods.get(name)
             if method is None or method.node is None:
                 continue
+            template = self.forward_message if name == "forward" else None
             for ret in method.facts.returns:
                 if isinstance(ret.value, cst.List):
-                    yield self.report(method, ret, method=method.qualname)
+                    yield self.report(method, ret, template, method=method.qualname)
 
     def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
-        """``[a, b]`` becomes ``(a, b)``; a single element gets the comma that makes it a tuple."""
-        for name in ("backward", "vjp"):
+        """``[a, b]`` becomes ``(a, b)``; a single element gets the comma that makes it a tuple.
+
+        In forward the tuple makes each element an output with a gradient, so backward starts to run with
+        one incoming gradient per element: the fix is made only when backward takes exactly that many and
+        every return of forward has that length.
+        """
+        for name in ("backward", "vjp", "forward"):
             method = model.own_methods.get(name)
             if method is None or method.node is None:
                 continue
             for ret in method.facts.returns:
                 if not isinstance(ret.value, cst.List) or method.position(ret) != (finding.line, finding.column):
                     continue
+                if name == "forward" and not _backward_takes_each_element(model, method.facts.returns, ret.value):
+                    return None
                 where = locator(model.segment)
                 span = where.span(ret.value) if where is not None else None
                 if where is None or span is None or where.text(*span) != bare_code(ret.value):
@@ -79,3 +91,20 @@ class ListReturnRule(Rule):
                     )
                 )
         return None
+
+
+def _backward_takes_each_element(model: ClassModel, returns: List[cst.Return], listed: cst.List) -> bool:
+    """Every return of forward is a display of ``listed``'s length, and backward takes one gradient each."""
+    count = len(listed.elements)
+    for ret in returns:
+        value = ret.value
+        if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) != count:
+            return False
+        if any(isinstance(element, cst.StarredElement) for element in value.elements):
+            return False
+    backward = model.method("backward") or model.method("vjp")
+    signature = backward.signature if backward is not None else None
+    if signature is None or signature.vararg is not None or signature.keyword_only:
+        return False
+    gradients = signature.positional[1:]  # after ctx
+    return len(gradients) == count and not any(param.has_default for param in gradients)

@@ -101,9 +101,11 @@ class Write:
 class _Scope:
     """The facts and parameter names of one function body."""
 
-    def __init__(self, facts: BodyFacts, params: Sequence[str]) -> None:
+    def __init__(self, facts: BodyFacts, params: Sequence[str], bound_once: Sequence[str] = ()) -> None:
         self.facts = facts
         self.params = frozenset(params)
+        # Locals that are roots by their one binding (a tensor unpacked from ``ctx.saved_tensors``).
+        self.bound_once = frozenset(bound_once)
         self._augmented: Dict[str, int] = {}
         for change in facts.in_place:
             if change.how == "augmented assignment":
@@ -135,6 +137,8 @@ class _Scope:
     def _name_root(self, name: str, depth: int) -> Optional[str]:
         if name in self.params:
             return name if self.definitions(name) == 0 else None
+        if name in self.bound_once:
+            return name if self.definitions(name) == 1 else None
         if self.definitions(name) != 1:
             return None
         values = [binding for binding in self.facts.bindings[name] if binding.value is not None]
@@ -152,6 +156,8 @@ class _Scope:
         """Every write into a parameter, in body order within each kind."""
         facts = self.facts
         for change in facts.in_place:
+            if change.how == "out=" and not _torch_call(change.node, imports):
+                continue  # ``flash_backward(dout, q, k, v, out=out)``: a kernel's own ``out`` may be read
             root = self._name_root(change.name, 0)
             if root is not None:
                 yield Write(root, change.node, change.how, None if root == change.name else change.name)
@@ -174,7 +180,8 @@ class _Scope:
                 yield from self._write_through(func.value, call, f".{method}()")
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == "out" and not isinstance(arg.value, cst.Name):
-                yield from self._write_through(arg.value, call, "out=")
+                if _torch_call(call, imports):
+                    yield from self._write_through(arg.value, call, "out=")
         dotted = cst_dotted(func)
         if dotted is None:
             return
@@ -194,6 +201,15 @@ class _Scope:
             if root is not None:
                 through = short_code(argument) if not _names(argument, root) else None
                 yield Write(root, call, f"{helper}() writing into its argument", through)
+
+
+def _torch_call(node: cst.CSTNode, imports: ImportTable) -> bool:
+    """A call of a torch function (``torch.mul(a, b, out=c)``), whose ``out=`` is what it writes; other
+    callees (kernel wrappers) may name an input ``out``."""
+    if not isinstance(node, cst.Call):
+        return False
+    dotted = cst_dotted(node.func)
+    return dotted is not None and (imports.resolve_dotted(dotted) or "").startswith("torch.")
 
 
 def _names(node: cst.BaseExpression, name: str) -> bool:
@@ -276,6 +292,16 @@ def method_writes(method: Method, analysis: Analysis) -> List[Write]:
         return []
     params = [param.name for param in method.signature.positional]
     return list(_Scope(method.facts, params).writes(analysis.imports, _helpers_of(analysis)))
+
+
+def local_writes(method: Method, analysis: Analysis, names: Sequence[str]) -> List[Write]:
+    """Every write ``method`` makes into one of ``names``, locals each bound once (by the caller's reading,
+    e.g. unpacked from ``ctx.saved_tensors``), directly, through an alias or a helper. A name bound again
+    (``x = x.clone()``) is no longer the object it first held: writes into it are not returned."""
+    if method.node is None or not names:
+        return []
+    scope = _Scope(method.facts, (), bound_once=names)
+    return list(scope.writes(analysis.imports, _helpers_of(analysis)))
 
 
 # --- one level of helpers: module functions writing into a parameter ------------------------------------

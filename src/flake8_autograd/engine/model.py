@@ -219,11 +219,14 @@ class Method:
 
     def rebinds(self, name: str) -> bool:
         """Whether the body binds ``name`` again, other than by ``name += ...`` (which keeps the object)."""
-        bindings = self.facts.bindings.get(name, [])
+        return self.definitions(name) > 0
+
+    def definitions(self, name: str) -> int:
+        """How many times the body binds ``name``, ``name += ...`` (which keeps the object) aside."""
         augmented = sum(
             1 for change in self.facts.in_place if change.name == name and change.how == "augmented assignment"
         )
-        return len(bindings) > augmented
+        return len(self.facts.bindings.get(name, [])) - augmented
 
     @property
     def qualname(self) -> str:

@@ -31,6 +31,7 @@ from .agf119_saved_variables import SavedVariablesRule
 from .agf120_shared_storage import SharedStorageRule
 from .agf121_save_outside_forward import SaveOutsideForwardRule
 from .agf122_saved_unread import SavedUnreadRule
+from .agf123_inplace_saved import InPlaceSavedRule
 from .agf124_ctx_attribute_unset import CtxAttributeUnsetRule
 from .agf125_custom_fwd_bwd import CustomFwdBwdRule
 from .agf126_apply_arguments import ApplyArgumentsRule
@@ -76,6 +77,7 @@ PREVIEW_RULES: List[Rule] = [
     SharedStorageRule(),
     SaveOutsideForwardRule(),
     SavedUnreadRule(),
+    InPlaceSavedRule(),
     CtxAttributeUnsetRule(),
     CustomFwdBwdRule(),
     ApplyArgumentsRule(),

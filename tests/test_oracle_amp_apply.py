@@ -1,13 +1,17 @@
 """PyTorch is the oracle for AGF125 (custom_fwd / custom_bwd not paired, or with setup_context) and AGF126
-(apply called with a count of positional arguments forward cannot take): each flagged class fails under
-torch as its docs page says, the silent ones run."""
+(apply called with a count of positional arguments forward cannot take; keyword arguments for projects
+that support a torch older than 2.13): each flagged class fails under torch as its docs page says, the
+silent ones run."""
 
+import importlib.util
+import sys
 import warnings
-from typing import Any, Callable
+from types import ModuleType
+from typing import Any, Callable, List, Tuple
 
 import pytest
 
-from conftest import codes, codes_inside, fixture_module, require_torch
+from conftest import FIXTURES, codes, codes_inside, fixture_module, require_torch
 
 torch = require_torch()
 
@@ -229,3 +233,70 @@ def test_contract_case_apply_arguments_is_reported() -> None:
             MultiplySeparate.apply(value, 3.0, 1)
     '''
     assert codes(source, preview=True).count("AGF126") == 3
+
+
+# -- AGF126 with --autograd-min-torch-version below 2.13 ----------------------------------------------
+
+MIN_TORCH = FIXTURES / "options" / "agf126_min_torch.py"
+
+
+def _min_torch_fixture(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The fixture run as a module, its unseen project base stubbed (a plain mixin)."""
+    helpers = ModuleType("mypkg.helpers")
+    helpers.TracingMixin = type("TracingMixin", (), {})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "mypkg", ModuleType("mypkg"))
+    monkeypatch.setitem(sys.modules, "mypkg.helpers", helpers)
+    spec = importlib.util.spec_from_file_location("_fixture_agf126_min_torch", MIN_TORCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_keywords_to_apply_work_on_this_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every call of the fixture, flagged only for projects that support an older torch, runs under
+    torch 2.13 with the gradient of x * 3: why the keyword report is off by default."""
+    module = _min_torch_fixture(monkeypatch)
+    for layer in (
+        "ScaleKeyword", "AliasKeyword", "AllKeywords", "KeywordAndOptions", "SpreadCall",
+        "SeparateKeyword", "InheritedSeparateKeyword", "OwnApplyKeyword", "UnseenBaseKeyword", "ScalePositional",
+        "PlainKeyword",
+    ):
+        x = torch.randn(3, requires_grad=True)
+        out = getattr(module, layer)()(x)
+        out.sum().backward()
+        assert torch.allclose(out, x * 3) and torch.allclose(x.grad, torch.full_like(x, 3.0)), layer
+    x = torch.randn(3)
+    assert torch.allclose(module.OptionsOnly()(x, factor=3.0), x * 3)
+    assert torch.allclose(module.Shadowed()(module.ScaleFunction, x), x * 3)
+
+
+def test_a_keyword_through_a_decorated_combined_forward_fails_on_this_torch_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch 2.13 matches a keyword against the parameters of forward's own code: custom_fwd's wrapper takes
+    ``*args, **kwargs``, so the keyword is refused there as well (the flagged call fails on every release)."""
+    module = _min_torch_fixture(monkeypatch)
+    with pytest.raises(TypeError, match="forward\\(\\) got an unexpected keyword argument 'factor'"):
+        module.CastKeyword()(torch.randn(3, requires_grad=True))
+
+
+def test_only_the_combined_style_hands_keywords_to_torchs_apply(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Function.apply`` binds the arguments to forward's signature in the setup_context style
+    (``bind_default_args``), so torch's own apply gets positional arguments only; in the combined style the
+    keyword goes on to torch's own apply, which releases before 2.13 refuse (``apply() takes no keyword
+    arguments``)."""
+    module = _min_torch_fixture(monkeypatch)
+    handed: List[Tuple[Any, ...]] = []
+    unwrap = torch._functorch.utils.unwrap_dead_wrappers  # what Function.apply calls on the arguments it passes on
+
+    def recording(args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        handed.append(args)
+        return unwrap(args)
+
+    monkeypatch.setattr(torch._functorch.utils, "unwrap_dead_wrappers", recording)
+    x = torch.randn(3, requires_grad=True)
+    module.ScaleSeparate.apply(x, factor=3.0)
+    module.ScaleFunction.apply(x, factor=3.0)
+    assert [len(args) for args in handed] == [2, 1]
+    assert handed[0][1] == 3.0  # bound into its positional slot

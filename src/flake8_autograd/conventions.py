@@ -1,4 +1,5 @@
-"""Naming conventions a project may set: which names of the context parameter it accepts (AGF002).
+"""Conventions a project may set: which names of the context parameter it accepts (AGF002), and the
+oldest torch release it supports (AGF126: what ``apply`` accepts depends on the release).
 
 Imported by the adapters when they read their options, before any file is checked, so it imports
 nothing heavy.
@@ -54,3 +55,26 @@ class CtxNames:
 
     def accepts(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, entry) if "*" in entry else name == entry for entry in self.entries)
+
+
+# A release as projects write it in their requirements: major.minor, a patch number allowed (and ignored).
+_RELEASE = re.compile(r"^([0-9]+)\.([0-9]+)(?:\.[0-9]+)?$", re.ASCII)
+
+
+@dataclass(frozen=True, order=True)
+class TorchVersion:
+    """A torch release, major.minor: the oldest one a project supports."""
+
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, value: str) -> "TorchVersion":
+        """The release written as ``2.4`` (or ``2.4.1``); raises ConventionError for anything else."""
+        match = _RELEASE.match(value.strip())
+        if match is None:
+            raise ConventionError(f"{value!r} is not a torch release written as major.minor, like 2.4")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"

@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 import gc
 import sys
-from typing import Any, ClassVar, Iterator, List, Sequence, Tuple, Type
+from typing import Any, ClassVar, Iterator, List, Optional, Sequence, Tuple, Type
 
 from . import __version__
-from .conventions import DEFAULT_CTX_NAMES, ConventionError, CtxNames
+from .conventions import DEFAULT_CTX_NAMES, ConventionError, CtxNames, TorchVersion
 
 
 def might_define_function(text: str, extra_bases: Sequence[str]) -> bool:
@@ -56,6 +56,7 @@ class AutogradChecker:
     function_bases: ClassVar[Sequence[str]] = ()
     preview: ClassVar[bool] = False
     ctx_names: ClassVar[CtxNames] = CtxNames()
+    min_torch_version: ClassVar[Optional[TorchVersion]] = None
 
     def __init__(self, tree: ast.Module, lines: List[str], filename: str = "<unknown>") -> None:
         self.tree = tree
@@ -94,6 +95,17 @@ class AutogradChecker:
             help="Also run the preview rules (AGF002-AGF005, AGF1xx), which are still being proven on real code.",
         )
 
+        parser.add_option(
+            "--autograd-min-torch-version",
+            default=None,
+            parse_from_config=True,
+            metavar="X.Y",
+            help=(
+                "The oldest torch release the project supports, e.g. 2.4: AGF126 then also reports what that "
+                "release refuses (keyword arguments to apply before 2.13). (Default: not set)"
+            ),
+        )
+
     @classmethod
     def parse_options(cls, options: Any) -> None:
         cls.preview = bool(getattr(options, "autograd_preview", False))
@@ -111,6 +123,12 @@ class AutogradChecker:
                 # A usage error, as argparse reports one (flake8 would show an exception as a traceback).
                 print(f"flake8: error: --autograd-ctx-names: {error}", file=sys.stderr)
                 raise SystemExit(2) from None
+        release = getattr(options, "autograd_min_torch_version", None)
+        try:
+            cls.min_torch_version = TorchVersion.parse(release) if release else None
+        except ConventionError as error:
+            print(f"flake8: error: --autograd-min-torch-version: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
 
     def run(self) -> Iterator[Tuple[int, int, str, Type["AutogradChecker"]]]:
         if not might_define_function("".join(self.lines), self.function_bases):
@@ -118,7 +136,8 @@ class AutogradChecker:
         from .engine.checker import check_tree, class_checks_loaded
 
         findings = check_tree(
-            self.tree, self.lines, self.filename, self.function_bases, preview=self.preview, ctx_names=self.ctx_names
+            self.tree, self.lines, self.filename, self.function_bases, preview=self.preview, ctx_names=self.ctx_names,
+            min_torch_version=self.min_torch_version,
         )
         if class_checks_loaded():
             _settle_engine()

@@ -5,13 +5,14 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 SECTION = "flake8-autograd"
 LIST_KEYS = ("select", "ignore", "exclude", "function-bases", "ctx-names")
 BOOLEAN_KEYS = ("preview",)
+STRING_KEYS = ("min-torch-version",)
 
 _LIST_SEPARATOR = re.compile(r"[,\s]")
 
@@ -25,6 +26,7 @@ class FileConfig:
     path: Path
     lists: Mapping[str, Tuple[str, ...]]  # key -> values, only the keys the file sets
     booleans: Mapping[str, bool]
+    strings: Mapping[str, str] = field(default_factory=dict)
 
 
 def split_list(value: str) -> List[str]:
@@ -69,6 +71,7 @@ def _tool_table(path: Path, text: str) -> Optional[Dict[str, Any]]:
 def _parse_table(path: Path, table: Dict[str, Any]) -> FileConfig:
     lists: Dict[str, Tuple[str, ...]] = {}
     booleans: Dict[str, bool] = {}
+    strings: Dict[str, str] = {}
     for key, value in table.items():
         where = f"{path}: [tool.{SECTION}] {key}"
         if key in LIST_KEYS:
@@ -82,10 +85,15 @@ def _parse_table(path: Path, table: Dict[str, Any]) -> FileConfig:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: expected true or false")
             booleans[key] = value
+        elif key in STRING_KEYS:
+            # A version written as a TOML number would lose its zeros (2.10 reads as 2.1): strings only.
+            if not isinstance(value, str):
+                raise ConfigError(f'{where}: expected a string, like "2.4"')
+            strings[key] = value
         else:
-            known = ", ".join(LIST_KEYS + BOOLEAN_KEYS)
+            known = ", ".join(LIST_KEYS + BOOLEAN_KEYS + STRING_KEYS)
             raise ConfigError(f"{where}: unknown key (known keys: {known})")
-    return FileConfig(path, lists, booleans)
+    return FileConfig(path, lists, booleans, strings)
 
 
 def _toml_loader() -> Callable[[str], Dict[str, Any]]:

@@ -16,7 +16,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from ..conventions import CtxNames
+from ..conventions import CtxNames, TorchVersion
 from ..engine.checker import check_tree, might_define_function
 from ..fixes import computing_fixes
 from ..rules import PREVIEW_RULES, RULES
@@ -53,6 +53,7 @@ class CheckOptions:
     function_bases: Tuple[str, ...] = ()
     preview: bool = False
     ctx_names: CtxNames = CtxNames()
+    min_torch_version: Optional[TorchVersion] = None  # the oldest torch the project supports; None: not said
 
     @property
     def rules(self) -> List[Rule]:
@@ -117,7 +118,10 @@ def lint_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Tuple[
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return [], f"skipped, not valid Python: {_syntax_reason(error)}"
     with computing_fixes():  # the command always says which findings it could fix
-        findings = check_tree(tree, lines, path, options.function_bases, options.rules, ctx_names=options.ctx_names)
+        findings = check_tree(
+            tree, lines, path, options.function_bases, options.rules, ctx_names=options.ctx_names,
+            min_torch_version=options.min_torch_version,
+        )
     noqa = InlineNoqa(lines)
     selected = [
         finding

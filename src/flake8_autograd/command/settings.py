@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from .. import __version__
-from ..conventions import DEFAULT_CTX_NAMES, ConventionError, CtxNames
+from ..conventions import DEFAULT_CTX_NAMES, ConventionError, CtxNames, TorchVersion
 from .config import ConfigError, FileConfig, find_config, split_list
 from .files import normalize_pattern
 from .formats import FORMATS
@@ -69,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
+        "--min-torch-version",
+        metavar="X.Y",
+        help=(
+            "the oldest torch release the project supports, e.g. 2.4: AGF126 then also reports what that "
+            "release refuses (keyword arguments to apply before 2.13)"
+        ),
+    )
+    parser.add_argument(
         "--preview",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -113,6 +121,7 @@ def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
             function_bases=_values("function-bases", arguments.function_bases, config),
             preview=_flag("preview", arguments.preview, config),
             ctx_names=_ctx_names(arguments.ctx_names, config),
+            min_torch_version=_min_torch_version(arguments.min_torch_version, config),
         ),
         exclude=_patterns(arguments.exclude, config, cwd),
         output_format=arguments.format,
@@ -148,6 +157,17 @@ def _ctx_names(given: Optional[str], config: Optional[FileConfig]) -> CtxNames:
         return CtxNames.parse(_values("ctx-names", given, config))
     except ConventionError as error:
         where = "--ctx-names" if given is not None else f"ctx-names in {config.path if config else ''}"
+        raise UsageError(f"{where}: {error}") from None
+
+
+def _min_torch_version(given: Optional[str], config: Optional[FileConfig]) -> Optional[TorchVersion]:
+    value = given if given is not None else config.strings.get("min-torch-version") if config is not None else None
+    if not value:
+        return None
+    try:
+        return TorchVersion.parse(value)
+    except ConventionError as error:
+        where = "--min-torch-version" if given is not None else f"min-torch-version in {config.path if config else ''}"
         raise UsageError(f"{where}: {error}") from None
 
 

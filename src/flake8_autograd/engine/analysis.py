@@ -12,7 +12,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 
 import libcst as cst
 
-from ..conventions import CtxNames
+from ..conventions import CtxNames, TorchVersion
 from .counting import CountedReturn, counted_returns
 from .discovery import ClassSite, Discovery
 from .grad_free import grad_free_arguments
@@ -82,11 +82,14 @@ class Analysis:
         discovery: Discovery,
         ctx_names: CtxNames = CtxNames(),
         lines: Optional[Sequence[str]] = None,
+        *,
+        min_torch_version: Optional[TorchVersion] = None,
     ) -> None:
         self.tree = tree
         self.lines = lines  # the module's text, when known: a cheap test before walking the module
         self.discovery = discovery
         self.ctx_names = ctx_names  # the project's accepted names of the context parameter
+        self.min_torch_version = min_torch_version  # the oldest torch the project supports; None: not said
         self.imports: ImportTable = discovery.imports
         self._apply_calls: Optional[Dict[str, List[ApplyCall]]] = None
         self._direct_uses: Optional[Dict[ast.ClassDef, List[DirectUse]]] = None  # by the class statement

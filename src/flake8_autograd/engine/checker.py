@@ -12,7 +12,7 @@ import ast
 import sys
 from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence
 
-from ..conventions import CtxNames
+from ..conventions import CtxNames, TorchVersion
 from ..findings import INTERNAL_ERROR, Finding, internal_error
 from .discovery import Discovery
 
@@ -44,15 +44,20 @@ def check_module(
     *,
     preview: bool = False,
     ctx_names: CtxNames = CtxNames(),
+    min_torch_version: Optional[TorchVersion] = None,
 ) -> List[Finding]:
     """All findings for one module, sorted by position. Never raises.
 
     ``rules`` defaults to the core rules, with the preview rules too when ``preview`` is set.
-    ``ctx_names`` are the accepted names of the context parameter (AGF002).
+    ``ctx_names`` are the accepted names of the context parameter (AGF002); ``min_torch_version`` the
+    oldest torch release the project supports (None: not said).
     """
     if not might_define_function("".join(lines), extra_bases):
         return []
-    return check_tree(tree, lines, filename, extra_bases, rules, preview=preview, ctx_names=ctx_names)
+    return check_tree(
+        tree, lines, filename, extra_bases, rules, preview=preview, ctx_names=ctx_names,
+        min_torch_version=min_torch_version,
+    )
 
 
 def check_tree(
@@ -64,6 +69,7 @@ def check_tree(
     *,
     preview: bool = False,
     ctx_names: CtxNames = CtxNames(),
+    min_torch_version: Optional[TorchVersion] = None,
 ) -> List[Finding]:
     """:func:`check_module` for an adapter that has already passed the file through the text test (so
     that the text of every such file is not joined and searched twice)."""
@@ -73,7 +79,7 @@ def check_tree(
             return []
         from . import class_checks  # libcst and the rules: needed from the first Function class on
 
-        return class_checks.check_classes(tree, lines, discovery, rules, preview, ctx_names)
+        return class_checks.check_classes(tree, lines, discovery, rules, preview, ctx_names, min_torch_version)
     except Exception as error:  # noqa: BLE001 - a plugin must never take the whole flake8 run down
         return [internal_error(1, 0, "module", error)]
 

@@ -10,7 +10,7 @@ import gc
 from contextlib import contextmanager
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ..conventions import CtxNames
+from ..conventions import CtxNames, TorchVersion
 from ..findings import Finding, internal_error
 from ..rules import PREVIEW_RULES, RULES
 from ..rules.base import Rule
@@ -27,11 +27,12 @@ def check_classes(
     rules: Optional[Iterable[Rule]],
     preview: bool,
     ctx_names: CtxNames = CtxNames(),
+    min_torch_version: Optional[TorchVersion] = None,
 ) -> List[Finding]:
     """The findings of every class ``discovery`` found, sorted by position; a rule that raises costs
     one internal-error finding at its class, not the others' findings."""
     active = list(rules if rules is not None else RULES + PREVIEW_RULES if preview else RULES)
-    analysis = Analysis(tree, discovery, ctx_names, lines)
+    analysis = Analysis(tree, discovery, ctx_names, lines, min_torch_version=min_torch_version)
     builder = _ModelBuilder(lines)
     findings: Dict[Tuple[int, int, str], Finding] = {}
     with _collecting_class_by_class() as collect:

@@ -1,16 +1,23 @@
-"""AGF126: ``Cls.apply(...)`` called with a number of positional arguments forward cannot take."""
+"""AGF126: ``Cls.apply(...)`` called with a number of positional arguments forward cannot take; with
+``--autograd-min-torch-version`` below 2.13, also called with keyword arguments in the combined style."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, Tuple
 
+from ..conventions import TorchVersion
 from ..engine.amp import amp_decorators
 from ..engine.analysis import Analysis
 from ..engine.apply_sites import ApplySite, apply_sites
 from ..engine.model import ClassModel, Method, Param
 from ..fixes import ast_span
 from .base import Finding, Rule
+
+# The first release whose ``apply`` takes keyword arguments in the combined style (forward(ctx, ...));
+# older ones raise ``TypeError: apply() takes no keyword arguments``. The setup_context style binds
+# keywords to forward's signature (``bind_default_args``) in every release that has that style.
+APPLY_KEYWORDS_SINCE = TorchVersion(2, 13)
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,10 @@ class ApplyArgumentsRule(Rule):
     message = (
         "{cls}.apply() is called with {given} positional argument{plural} but {forward} takes {taken}, "
         "so the call raises TypeError; pass {taken}"
+    )
+    keyword_message = (
+        "{cls}.apply() is called with keyword argument{plural} {names}, which apply refuses before torch {since} "
+        "(TypeError on torch {oldest}, the oldest the project supports); pass {them} positionally"
     )
     invalid = (
         """
@@ -77,25 +88,56 @@ class ApplyArgumentsRule(Rule):
         if not sites:
             return
         forward = model.method("forward")
-        inputs = _forward_inputs(model, forward, analysis)
-        if forward is None or inputs is None:
+        if forward is None:
             return
+        inputs = _forward_inputs(model, forward, analysis)
+        refusing = _oldest_refusing_keywords(model, analysis.min_torch_version)
         lines = model.segment.lines
         for site in sites:
-            if site.starred or site.keywords:
+            named = [name for name in site.keywords if name is not None]  # ``**options`` may be empty
+            if named and refusing is not None:
+                yield self._report_keywords(site, lines, cls=model.name, names=named, oldest=refusing)
+                continue
+            if inputs is None or site.starred or site.keywords:
                 continue  # ``*args`` may hold any count; a keyword may fill a slot
             if inputs.least <= site.positional <= inputs.most:
                 continue
             yield self._report(site, lines, cls=model.name, forward=forward.qualname, inputs=inputs)
 
     def _report(self, site: ApplySite, lines: Sequence[str], cls: str, forward: str, inputs: _Inputs) -> Finding:
-        span = ast_span(site.call, lines)
-        line, column = span[0] if span is not None else (site.call.lineno, site.call.col_offset)
         text = self.message.format(
             cls=cls, given=site.positional, plural="" if site.positional == 1 else "s", forward=forward,
             taken=inputs.described(),
         )
+        return self._at(site, lines, text)
+
+    def _report_keywords(
+        self, site: ApplySite, lines: Sequence[str], cls: str, names: Sequence[str], oldest: TorchVersion
+    ) -> Finding:
+        text = self.keyword_message.format(
+            cls=cls, plural="" if len(names) == 1 else "s", names=", ".join(repr(name) for name in names),
+            since=APPLY_KEYWORDS_SINCE, oldest=oldest, them="it" if len(names) == 1 else "them",
+        )
+        return self._at(site, lines, text)
+
+    def _at(self, site: ApplySite, lines: Sequence[str], text: str) -> Finding:
+        """A finding at the call (where its text starts, through brackets and continuation lines)."""
+        span = ast_span(site.call, lines)
+        line, column = span[0] if span is not None else (site.call.lineno, site.call.col_offset)
         return Finding(line, column, self.code, f"{self.code} {text}")
+
+
+def _oldest_refusing_keywords(model: ClassModel, oldest: Optional[TorchVersion]) -> Optional[TorchVersion]:
+    """The oldest torch the project supports, when that release's ``apply`` of this class refuses keyword
+    arguments: older than 2.13, and ``apply`` certainly torch's own on a combined-style class (no
+    setup_context, no ``apply`` of the class's own, no base this module cannot see, which may define either)."""
+    if oldest is None or oldest >= APPLY_KEYWORDS_SINCE:
+        return None
+    if model.setup_context_style or model.has_unknown_base:
+        return None
+    if model.method("apply") is not None or model.class_attribute("apply") is not None:
+        return None
+    return oldest
 
 
 def _forward_inputs(model: ClassModel, forward: Optional[Method], analysis: Analysis) -> Optional[_Inputs]:

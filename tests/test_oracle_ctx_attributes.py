@@ -182,3 +182,16 @@ def test_contract_cases() -> None:
     findings = lint(CONSTANT, preview=True)
     assert [(f.line, f.code) for f in findings] == [(14, "AGF124")]
     assert "read it as Halve.RATIO" in findings[0].message
+
+
+def test_attributes_stored_on_the_graph_node_from_outside_reach_backward() -> None:
+    module = fixture_module(STEM)
+    x = torch.rand(3, requires_grad=True)
+    gradient = torch.full((3,), 4.0)
+    module.attach_peer_gradient(x, gradient).backward()
+    assert torch.equal(x.grad, gradient)
+    y = torch.rand(3, requires_grad=True)
+    module.relay(y, 3.0).sum().backward()
+    assert torch.equal(y.grad, torch.full((3,), 3.0))
+    for name in ("PeerGradientFunction", "RelayFunction"):
+        assert "AGF124" not in codes_inside(STEM, name), name

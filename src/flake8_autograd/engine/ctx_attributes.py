@@ -9,8 +9,9 @@ a ``setattr`` with a computed name), ``opaque`` says any attribute may have been
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Set
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
 
 import libcst as cst
 
@@ -190,3 +191,34 @@ def guarded_nodes(method: Method) -> Set[int]:
             guarded.add(id(part))
             guarded.update(id(each) for each in walk_scope(part))
     return guarded
+
+
+def stored_through_graph_nodes(tree: ast.Module, lines: Optional[Sequence[str]]) -> Optional[FrozenSet[str]]:
+    """Attributes the module stores on a graph node from outside the class: ``out.grad_fn.attr = v``, or
+    through a name bound to ``out.grad_fn``. That node is the ctx backward receives, so such an attribute
+    is set before backward runs. None when a store's name is computed (``setattr(node, name, v)``)."""
+    if lines is not None and not any("grad_fn" in line for line in lines):
+        return frozenset()
+    nodes = {
+        target.id for statement in ast.walk(tree) if isinstance(statement, ast.Assign)
+        and _is_graph_node(statement.value, frozenset()) for target in statement.targets
+        if isinstance(target, ast.Name)
+    }
+    known = frozenset(nodes)
+    stored: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _is_graph_node(node.value, known):
+            stored.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            if node.args and _is_graph_node(node.args[0], known):
+                name = node.args[1] if len(node.args) > 1 else None
+                if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                    return None
+                stored.add(name.value)
+    return frozenset(stored)
+
+
+def _is_graph_node(node: ast.expr, names: FrozenSet[str]) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "grad_fn") or (
+        isinstance(node, ast.Name) and node.id in names
+    )

@@ -9,7 +9,9 @@ import libcst as cst
 
 from ..engine.analysis import Analysis
 from ..engine.counting import backward_never_runs
-from ..engine.ctx_attributes import TORCH_CTX_ATTRIBUTES, CtxAttributes, ctx_attributes, guarded_nodes, unset_exit
+from ..engine.ctx_attributes import (
+    TORCH_CTX_ATTRIBUTES, CtxAttributes, ctx_attributes, guarded_nodes, stored_through_graph_nodes, unset_exit,
+)
 from ..engine.model import ClassModel, Method
 from ..engine.saved_paths import SAVING_CALLS, returns_a_value, unconditional
 from .base import Finding, Rule
@@ -95,6 +97,7 @@ class CtxAttributeUnsetRule(Rule):
         if backward_never_runs(model, analysis.inference(model.own_methods["forward"])):
             return
         probed, stored_by_readers = _other_uses(uses)
+        outside: Optional[Set[str]] = None  # what the module stores on graph nodes, asked before a report
         set_by_setter = uses[setter].stores  # type: ignore[union-attr]
         prepares_nothing: Optional[bool] = None
         for reader in readers:
@@ -106,6 +109,13 @@ class CtxAttributeUnsetRule(Rule):
                     continue
                 if attribute in stored_by_readers:
                     continue  # backward sets it itself (or jvp does): the order is not followed here
+                if outside is None:
+                    found = stored_through_graph_nodes(analysis.tree, analysis.lines)
+                    outside = set(found) if found is not None else None
+                    if outside is None:
+                        return  # a graph node gets attributes by computed names: any may be set
+                if attribute in outside:
+                    continue  # ``out.grad_fn.attr = v``: set on the node backward receives, from outside
                 if guarded is None:
                     guarded = guarded_nodes(reader)
                 reached = [load for load in loads if id(load) not in guarded]

@@ -177,3 +177,11 @@ def test_reported_at_the_unread_gradient() -> None:
     findings = [finding for finding in lint(SEED_STYLE, preview=True) if finding.code == "AGF127"]
     assert [(finding.line, finding.column) for finding in findings] == [(14, 32)]
     assert "grad_high" in findings[0].message
+
+
+def test_a_gradient_named_as_unused_is_left_alone() -> None:
+    """``_grad_out`` says the author means to drop it: the double hands back its output whatever the loss."""
+    x = _x()
+    _cls("FixedGradientDouble").apply(x).mul(3.0).sum().backward()
+    assert torch.allclose(x.grad, x.detach())  # not the true gradient (3.0): deliberately so
+    assert "AGF127" not in codes_inside(STEM, "FixedGradientDouble")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence
 
 from ..conventions import CtxNames, TorchVersion
 from ..findings import INTERNAL_ERROR, Finding, internal_error
+from .custom_ops import CustomOpDiscovery
 from .discovery import Discovery
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,7 +31,7 @@ def might_define_function(text: str, extra_bases: Sequence[str]) -> bool:
     Every spelling of an autograd Function base contains ``Function`` (``Function``,
     ``ag.Function``, ``InplaceFunction``, an alias imported as ``from ... import Function as F``).
     """
-    if "Function" in text:
+    if "Function" in text or "custom_op" in text:  # a Function class, or a torch.library custom op
         return True
     return any(base.rsplit(".", 1)[-1] in text for base in extra_bases)
 
@@ -75,11 +76,18 @@ def check_tree(
     that the text of every such file is not joined and searched twice)."""
     try:
         discovery = Discovery(tree, filename, extra_bases)
-        if not discovery.function_classes:
+        custom_ops = None
+        if any("custom_op" in line for line in lines):
+            custom_ops = CustomOpDiscovery(tree, discovery.imports)
+            if not custom_ops.ops:
+                custom_ops = None
+        if not discovery.function_classes and custom_ops is None:
             return []
         from . import class_checks  # libcst and the rules: needed from the first Function class on
 
-        return class_checks.check_classes(tree, lines, discovery, rules, preview, ctx_names, min_torch_version)
+        return class_checks.check_classes(
+            tree, lines, discovery, rules, preview, ctx_names, min_torch_version, custom_ops=custom_ops
+        )
     except Exception as error:  # noqa: BLE001 - a plugin must never take the whole flake8 run down
         return [internal_error(1, 0, "module", error)]
 

@@ -13,8 +13,9 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 from ..conventions import CtxNames, TorchVersion
 from ..findings import Finding, internal_error
 from ..rules import PREVIEW_RULES, RULES
-from ..rules.base import Rule
+from ..rules.base import OpRule, Rule
 from .analysis import Analysis
+from .custom_ops import CustomOpDiscovery, CustomOpSite
 from .discovery import MAX_LOCAL_DEPTH, ClassSite, Discovery
 from .model import ClassModel
 from .source import parse_class
@@ -28,9 +29,12 @@ def check_classes(
     preview: bool,
     ctx_names: CtxNames = CtxNames(),
     min_torch_version: Optional[TorchVersion] = None,
+    *,
+    custom_ops: Optional[CustomOpDiscovery] = None,
 ) -> List[Finding]:
-    """The findings of every class ``discovery`` found, sorted by position; a rule that raises costs
-    one internal-error finding at its class, not the others' findings."""
+    """The findings of every class ``discovery`` found, and of every custom op ``custom_ops`` found,
+    sorted by position; a rule that raises costs one internal-error finding at its class (or op), not
+    the others' findings."""
     active = list(rules if rules is not None else RULES + PREVIEW_RULES if preview else RULES)
     analysis = Analysis(tree, discovery, ctx_names, lines, min_torch_version=min_torch_version)
     builder = _ModelBuilder(lines)
@@ -43,7 +47,22 @@ def check_classes(
                 # Nothing reads this class again: drop it, so that what is held stays one class, not the file.
                 _drop(site, builder, analysis)
             collect()
+    if custom_ops is not None:
+        op_rules = [rule for rule in active if isinstance(rule, OpRule)]
+        for op in custom_ops.ops:
+            for finding in _check_op(op, analysis, op_rules):
+                findings.setdefault((finding.line, finding.column, finding.code), finding)
     return sorted(findings.values(), key=lambda finding: finding.sort_key)
+
+
+def _check_op(op: CustomOpSite, analysis: Analysis, rules: List[OpRule]) -> List[Finding]:
+    try:
+        findings: List[Finding] = []
+        for rule in rules:
+            findings.extend(rule.check_op(op, analysis))
+        return findings
+    except Exception as error:  # noqa: BLE001 - a plugin must never take the whole flake8 run down
+        return [internal_error(op.function.lineno, op.function.col_offset, op.binding, error)]
 
 
 def _drop(site: ClassSite, builder: "_ModelBuilder", analysis: Analysis) -> None:

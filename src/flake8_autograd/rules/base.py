@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional, Sequence
@@ -13,6 +14,7 @@ from ..fixes import Fix, fixes_wanted
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.analysis import Analysis
+    from ..engine.custom_ops import CustomOpSite
     from ..engine.model import ClassModel, Method
 
 DOCS_URL = "https://github.com/flake8-autograd/flake8-autograd/blob/main/docs/rules/{code}.md"
@@ -65,6 +67,22 @@ class Rule:
         else:
             line, column = model.segment.position(node)
         return Finding(line, column, self.code, f"{self.code} {text}")
+
+
+class OpRule(Rule):
+    """A rule about a ``torch.library.custom_op`` operator and what is registered for it (its fake, its
+    autograd pair), read from flake8's ``ast`` tree: subclasses implement :meth:`check_op`."""
+
+    def check(self, model: "ClassModel", analysis: "Analysis") -> Iterator[Finding]:
+        return iter(())  # no Function class is an operator
+
+    def check_op(self, op: "CustomOpSite", analysis: "Analysis") -> Iterator[Finding]:
+        raise NotImplementedError
+
+    def report_at(self, node: ast.AST, template: Optional[str] = None, **fields: Any) -> Finding:
+        """A finding at ``node`` of flake8's tree (a def, a parameter, a call) with the message filled in."""
+        text = (template or self.message).format(**fields)
+        return Finding(getattr(node, "lineno", 1), getattr(node, "col_offset", 0), self.code, f"{self.code} {text}")
 
 
 CheckMethod = Callable[[Rule, "ClassModel", "Analysis"], Iterator[Finding]]

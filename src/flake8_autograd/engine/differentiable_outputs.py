@@ -31,7 +31,7 @@ from .counting import _marked_non_differentiable, is_integer_tensor, slot_is_non
 from .model import ClassModel, Method
 from .provenance import ALLOCATIONS
 from .tensors import NON_TENSOR_BUILTINS, SPLITTING_METHODS, Kind, TensorInference
-from .walk import cst_dotted
+from .walk import cst_dotted, walk
 
 # Operators whose result keeps a floating operand's dtype and its derivative.
 _DIFFERENTIABLE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply, cst.Power)
@@ -318,40 +318,35 @@ def describe(node: cst.BaseExpression) -> str:
 def names_read(method: Method) -> FrozenSet[str]:
     """Every name ``method``'s body reads, nested functions and lambdas included (a closure may read a
     gradient); a name only deleted (``del grad_b``) or assigned is not read. ``locals()``/``vars()``/
-    ``eval`` read everything: the answer is then every parameter's name."""
+    ``eval`` read everything: the answer is then every parameter's name. Walked without recursion, so
+    any depth of nesting is fine."""
     if method.node is None:
         return frozenset()
-    reader = _NameReader()
-    method.node.body.visit(reader)
-    if reader.reads_all and method.signature is not None:
+    read: Set[str] = set()
+    not_reads: Set[int] = set()
+    reads_all = False
+    for node in walk(method.node.body):  # a parent comes before its children
+        if isinstance(node, (cst.Del, cst.AssignTarget)):
+            not_reads.update(_target_names(node.target))
+        elif isinstance(node, cst.Name):
+            if id(node) not in not_reads:
+                read.add(node.value)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+            reads_all = reads_all or node.func.value in ("locals", "vars", "eval", "exec")
+    if reads_all and method.signature is not None:
         params = method.signature.positional + [p for p in (method.signature.vararg, method.signature.kwarg) if p]
-        return frozenset(reader.read | {param.name for param in params})
-    return frozenset(reader.read)
+        return frozenset(read | {param.name for param in params})
+    return frozenset(read)
 
 
-class _NameReader(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.read: Set[str] = set()
-        self.reads_all = False
-        self._not_reads: Set[int] = set()
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._skip_targets(node.target)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._skip_targets(node.target)
-
-    def _skip_targets(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            self._not_reads.add(id(target))
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._skip_targets(element.value)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if id(node) not in self._not_reads:
-            self.read.add(node.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value in ("locals", "vars", "eval", "exec"):
-            self.reads_all = True
+def _target_names(target: cst.BaseExpression) -> Set[int]:
+    """The ids of the plain names a ``del`` or an assignment binds (through tuple and list targets)."""
+    found: Set[int] = set()
+    stack = [target]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            found.add(id(item))
+        elif isinstance(item, (cst.Tuple, cst.List)):
+            stack.extend(element.value for element in item.elements)
+    return found

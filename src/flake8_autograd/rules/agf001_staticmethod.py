@@ -58,8 +58,12 @@ class StaticMethodRule(Rule):
         """Add ``@staticmethod`` above every other decorator.
 
         Not over ``@classmethod``: which parameter then takes the ctx is for the author to say. Not over
-        ``@property`` either: that method is not meant as a contract method at all.
+        ``@property`` either: that method is not meant as a contract method at all. Not in a legacy class
+        with an ``__init__`` (``self.mask = mask``): once static, forward and backward get a fresh ctx,
+        not the instance, and what ``__init__`` stored is gone (AttributeError at run time).
         """
+        if any("__init__" in cls.own_methods for cls in model.mro):
+            return None
         for name in CONTRACT_METHODS:
             method = model.own_methods.get(name)
             if method is None or method.node is None or method.position() != (finding.line, finding.column):

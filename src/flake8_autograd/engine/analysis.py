@@ -94,6 +94,7 @@ class Analysis:
         self._apply_calls: Optional[Dict[str, List[ApplyCall]]] = None
         self._direct_uses: Optional[Dict[ast.ClassDef, List[DirectUse]]] = None  # by the class statement
         self._direct_use_index: Optional[Dict[Tuple[ast.ClassDef, int, int], DirectUse]] = None
+        self._module_scopes: Optional[ModuleScopes] = None
         # Per-method caches, keyed by the method itself (so that a key is never a reused id) and
         # emptied class by class (forget), so that a checked class's libcst tree can be freed.
         self._inference: Dict[Tuple[Method, str], TensorInference] = {}
@@ -154,8 +155,15 @@ class Analysis:
             if self.lines is not None and not _named_besides_apply(self.lines, self.discovery):
                 self._direct_uses = {}  # no Function class is named but as ``Cls.apply``: nothing to walk for
             else:
-                self._direct_uses = _DirectUseReader(self.tree, self.discovery).read()
+                self._direct_uses = _DirectUseReader(self.tree, self.discovery).read(self.module_scopes())
         return self._direct_uses.get(site.node, [])
+
+    def module_scopes(self) -> ModuleScopes:
+        """The module's scopes, walked once for the readers that resolve names in it (direct uses, apply
+        sites), with every call, assignment and ``with`` found; each reader picks its own among them."""
+        if self._module_scopes is None:
+            self._module_scopes = ModuleScopes(self.tree, _scope_walk_keeps)
+        return self._module_scopes
 
     def direct_use_at(self, site: ClassSite, line: int, byte_column: int) -> Optional[DirectUse]:
         """The direct use of ``site`` whose call starts at ``line`` and ``byte_column`` (as ``ast`` counts)."""
@@ -233,6 +241,11 @@ class Analysis:
         return calls
 
 
+def _scope_walk_keeps(node: ast.AST) -> bool:
+    """What the shared scope walk records: everything the readers of :meth:`Analysis.module_scopes` want."""
+    return isinstance(node, (ast.Call, ast.Assign, ast.With, ast.AsyncWith))
+
+
 class _DirectUseReader:
     """Finds the direct uses of the module's Function classes in one walk of the module.
 
@@ -249,17 +262,17 @@ class _DirectUseReader:
         # What the fast-path test found in each function, read once per function.
         self._function_facts: Dict[ast.AST, Tuple[bool, FrozenSet[str]]] = {}
 
-    def read(self) -> Dict[ast.ClassDef, List[DirectUse]]:
-        scopes = ModuleScopes(self.tree, self._wanted)
+    def read(self, scopes: ModuleScopes) -> Dict[ast.ClassDef, List[DirectUse]]:
+        found = [(node, scope) for node, scope in scopes.found if self._wanted(node)]
         gradless = _Intervals(
-            node for node, _ in scopes.found if isinstance(node, (ast.With, ast.AsyncWith))
+            node for node, _ in found if isinstance(node, (ast.With, ast.AsyncWith))
             and _mentions(node.items, _GRADLESS_CONTEXTS)
         )
         called_at_once = {
-            id(node.func) for node, _ in scopes.found if isinstance(node, ast.Call) and isinstance(node.func, ast.Call)
+            id(node.func) for node, _ in found if isinstance(node, ast.Call) and isinstance(node.func, ast.Call)
         }
         uses: Dict[ast.ClassDef, List[DirectUse]] = {}
-        for node, scope in scopes.found:
+        for node, scope in found:
             target = _direct_target(node, self.names)
             if target is None:
                 continue

@@ -44,10 +44,12 @@ def apply_sites(analysis: Analysis, site: ClassSite) -> List[ApplySite]:
 
 def _read(analysis: Analysis) -> Dict[ast.ClassDef, List[ApplySite]]:
     classes = {site.node for site in analysis.discovery.function_classes}
-    scopes = ModuleScopes(analysis.tree, _wanted)
+    scopes = analysis.module_scopes()
     aliases: Dict[int, Tuple[ast.Attribute, Scope]] = {}  # id of ``fn`` in ``fn = Cls.apply`` -> its value
     calls: List[Tuple[ast.Call, Scope]] = []
     for node, scope in scopes.found:
+        if not _wanted(node):
+            continue
         if isinstance(node, ast.Assign):
             assert isinstance(node.value, ast.Attribute)
             aliases[id(node.targets[0])] = (node.value, scope)

@@ -16,8 +16,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
 import libcst as cst
 
 from .model import Method
-from .saved_paths import _gradient_locals, _mentions_gradient_test, _PathWalker, _Unknown
-from .walk import walk, walk_scope
+from .saved_paths import _gradient_locals, _PathWalker, _Unknown
 
 # What a ctx offers in backward without forward setting it: ``dir()`` of a real ctx in backward under
 # torch 2.13 (BackwardCFunction and its bases), the same in the combined and setup_context styles; plus
@@ -75,7 +74,7 @@ def ctx_attributes(method: Method) -> Optional[CtxAttributes]:
     for call in facts.calls:
         accounted += _ctx_arguments_accounted(call, ctx_name, found)
         accounted += sum(1 for arg in call.args if arg.keyword is not None and arg.keyword.value == ctx_name)
-    everywhere = sum(1 for each in walk(node) if isinstance(each, cst.Name) and each.value == ctx_name)
+    everywhere = method.name_count(ctx_name)
     found.opaque = (
         found.opaque
         or ctx_name in facts.bindings  # rebound, or bound to another name as well
@@ -110,7 +109,7 @@ def _ctx_arguments_accounted(call: cst.Call, ctx_name: str, found: CtxAttributes
 
 def _store_targets(method: Method) -> Iterator[cst.BaseExpression]:
     """Expressions the body assigns to or deletes, beyond the plain ``ctx.a = v`` the facts record."""
-    for node in method.body_nodes():
+    for node in method.nodes_of(cst.Assign, cst.AugAssign, cst.For, cst.Del, cst.WithItem):
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 if isinstance(target.target, (cst.Tuple, cst.List)):
@@ -145,8 +144,7 @@ def unset_exit(setter: Method, stores: List[cst.CSTNode]) -> Optional[cst.CSTNod
     if node is None or setter.facts.yields:
         return None
     in_forward = setter.name == "forward"
-    walker = _StoreWalker({id(store) for store in stores}, any_return=not in_forward,
-                          gradient_names=_gradient_locals(setter))
+    walker = _StoreWalker(setter, stores, any_return=not in_forward, gradient_names=setter.derived(_gradient_locals))
     try:
         falls_off_unset = walker.block(node.body, live=True)
     except _Unknown:
@@ -162,7 +160,7 @@ class _StoreWalker(_PathWalker):
 
     def statement(self, statement: cst.BaseStatement, live: bool) -> bool:
         if isinstance(statement, cst.If) and statement.orelse is None:
-            if _mentions_gradient_test(statement.test, self.gradient_names):
+            if self._mentions_gradient_test(statement.test):
                 raise _Unknown
             if self._saves_in(statement.test):
                 live = False
@@ -175,7 +173,9 @@ def guarded_nodes(method: Method) -> Set[int]:
     handler may catch: the arms of ``a if t else b``, the right side of ``and``/``or``, comprehension
     bodies, and everything in the body of a ``try`` with handlers."""
     guarded: Set[int] = set()
-    for node in method.body_nodes():
+    for node in method.nodes_of(
+        cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Try
+    ):
         parts: List[cst.CSTNode] = []
         if isinstance(node, cst.IfExp):
             parts = [node.body, node.orelse]
@@ -189,7 +189,7 @@ def guarded_nodes(method: Method) -> Set[int]:
             parts = [node.body]
         for part in parts:
             guarded.add(id(part))
-            guarded.update(id(each) for each in walk_scope(part))
+            guarded.update(id(each) for each in method.below(part))
     return guarded
 
 

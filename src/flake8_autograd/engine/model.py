@@ -6,13 +6,14 @@ Each method body is walked once, here; rules read the facts gathered and never w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from collections import Counter
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, TypeVar
 
 import libcst as cst
 
 from .discovery import MAX_LOCAL_DEPTH, ClassSite
 from .source import Segment
-from .walk import cst_dotted, walk_scope
+from .walk import SCOPE_NODES, cst_dotted, walk, walk_scope, walk_scope_spans
 
 # The methods of the autograd contract, in the order a reader expects them.
 CONTRACT_METHODS = ("forward", "setup_context", "backward", "vjp", "jvp", "vmap")
@@ -176,6 +177,9 @@ class BodyFacts:
         self.bindings.setdefault(name, []).append(binding)
 
 
+_Derived = TypeVar("_Derived")
+
+
 class Method:
     """A contract method as written in one class: a ``def``, or an assignment such as
     ``backward = staticmethod(impl)`` whose signature is unknown."""
@@ -209,13 +213,75 @@ class Method:
         self._facts: Optional[BodyFacts] = None
         self._leftover_ctx: Optional[bool] = None
         self._body_nodes: Optional[Tuple[cst.CSTNode, ...]] = None
+        self._subtree_ends: List[int] = []  # the nodes below body_nodes()[i] end at _subtree_ends[i]
+        self._order: Optional[Dict[int, int]] = None  # id of a body node -> its place in body_nodes()
+        self._name_counts: Optional[Counter[str]] = None
+        self._places_by_type: Optional[Dict[type, List[int]]] = None
+        self._derived: Dict[Callable[["Method"], Any], Any] = {}
 
     def body_nodes(self) -> Tuple[cst.CSTNode, ...]:
         """Every node of the body as ``walk_scope`` yields them, walked once for all the facts that read
         them (several facts each walked every body before)."""
         if self._body_nodes is None:
-            self._body_nodes = tuple(walk_scope(self.node.body)) if self.node is not None else ()
+            if self.node is None:
+                self._body_nodes = ()
+            else:
+                self._body_nodes, self._subtree_ends = walk_scope_spans(self.node.body)
         return self._body_nodes
+
+    def span(self, node: cst.CSTNode) -> Optional[Tuple[int, int]]:
+        """Where ``node`` and what ``walk_scope(node)`` yields lie in :meth:`body_nodes`: ``node`` at
+        ``start``, the nodes below it up to ``end``. None for a node the shared walk did not expand: one
+        it never reached (after a ``return``, in a nested scope, built by the caller) or a nested function,
+        class or lambda (``walk_scope`` enters its body, the walk of this body does not)."""
+        nodes = self.body_nodes()
+        if self._order is None:
+            self._order = {id(each): index for index, each in enumerate(nodes)}
+        start = self._order.get(id(node))
+        if start is None or isinstance(node, SCOPE_NODES):
+            return None
+        return start, self._subtree_ends[start]
+
+    def below(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+        """What ``walk_scope(node)`` yields, a slice of the shared walk when ``node`` is in it."""
+        span = self.span(node)
+        if span is None:
+            return tuple(walk_scope(node))
+        return self.body_nodes()[span[0] + 1:span[1]]
+
+    def nodes_of(self, *types: type) -> List[cst.CSTNode]:
+        """The body nodes (as :meth:`body_nodes`) of exactly these node classes, in walk order. A parsed
+        tree holds only concrete node classes, so this is ``isinstance`` without a scan of every node
+        through libcst's abstract base classes (each test a call into them)."""
+        if self._places_by_type is None:
+            places: Dict[type, List[int]] = {}
+            for index, node in enumerate(self.body_nodes()):
+                places.setdefault(type(node), []).append(index)
+            self._places_by_type = places
+        nodes = self.body_nodes()
+        wanted = [self._places_by_type.get(each, []) for each in types]
+        ordered = wanted[0] if len(wanted) == 1 else sorted(place for each in wanted for place in each)
+        return [nodes[place] for place in ordered]
+
+    def names_in(self, node: cst.CSTNode) -> FrozenSet[str]:
+        """The names ``node`` is or holds, in its own scope (``walk_scope``)."""
+        return frozenset(each.value for each in (node, *self.below(node)) if type(each) is cst.Name)
+
+    def name_count(self, name: str) -> int:
+        """How many Name nodes of the whole ``def`` spell ``name``: parameters, decorators, nested
+        functions and attribute names included (one walk for every name asked)."""
+        if self._name_counts is None:
+            self._name_counts = Counter(
+                each.value for each in (walk(self.node) if self.node is not None else ()) if type(each) is cst.Name
+            )
+        return self._name_counts[name]
+
+    def derived(self, compute: Callable[["Method"], _Derived]) -> _Derived:
+        """``compute(self)``, worked out once: a fact other modules derive from this method that several
+        rules ask for (kept on the method, so it goes when the method's tree does)."""
+        if compute not in self._derived:
+            self._derived[compute] = compute(self)
+        return self._derived[compute]  # type: ignore[no-any-return]
 
     def rebinds(self, name: str) -> bool:
         """Whether the body binds ``name`` again, other than by ``name += ...`` (which keeps the object)."""

@@ -18,7 +18,7 @@ import libcst as cst
 from .counting import is_none
 from .model import Method
 from .tensors import Kind, TensorInference
-from .walk import walk, walk_scope
+from .walk import walk_scope
 
 # The ctx calls that fill ``saved_tensors`` (backward sees the first, jvp the second; both count as a save
 # for either, so the facts never report a path that saves through the other one).
@@ -52,9 +52,7 @@ def saving_paths(saver: Method) -> Optional[SavingPaths]:
     if not saves:
         return SavingPaths(True)
     in_forward = saver.name == "forward"
-    walker = _PathWalker(
-        {id(call) for call in saves}, any_return=not in_forward, gradient_names=_gradient_locals(saver)
-    )
+    walker = _PathWalker(saver, saves, any_return=not in_forward, gradient_names=saver.derived(_gradient_locals))
     try:
         falls_off_unsaved = walker.block(node.body, live=True)
     except _Unknown:
@@ -75,8 +73,7 @@ def ctx_used_only_directly(method: Method) -> bool:
     if facts.ctx_references != attribute_uses:
         return False
     # The parameter itself is the one use of the name outside the body's own scope.
-    everywhere = sum(1 for found in walk(method.node) if isinstance(found, cst.Name) and found.value == ctx_name)
-    return everywhere == facts.ctx_references + 1
+    return method.name_count(ctx_name) == facts.ctx_references + 1
 
 
 def returns_a_value(method: Method) -> bool:
@@ -93,14 +90,35 @@ def _returns_value(ret: cst.Return) -> bool:
 class _PathWalker:
     """Follows the statements of a body with one bit: whether a path that has not saved yet reaches here."""
 
-    def __init__(self, saves: Set[int], any_return: bool, gradient_names: FrozenSet[str] = frozenset()) -> None:
-        self.saves = saves
+    def __init__(
+        self,
+        method: Method,
+        saves: Sequence[cst.CSTNode],
+        any_return: bool,
+        gradient_names: FrozenSet[str] = frozenset(),
+    ) -> None:
+        self.method = method
+        self.saves = {id(save) for save in saves}
+        # Where the saves are in the method's shared walk: "does this statement save" is then a look at a
+        # few numbers, not a walk of the statement (asked of every statement at every depth).
+        spans = [method.span(save) for save in saves]
+        self.save_places: Optional[List[int]] = [span[0] for span in spans if span is not None]
+        if len(self.save_places) != len(saves):
+            self.save_places = None  # a save the shared walk did not reach: walk each statement
         self.gradient_names = gradient_names  # locals holding a gradient test (``wanted = any(ctx.needs_input_grad)``)
         self.any_return = any_return  # setup_context: every return is a way out; forward: one with a value
         self.unsaved_exit: Optional[cst.CSTNode] = None
 
     def _saves_in(self, node: cst.CSTNode) -> bool:
-        return any(id(found) in self.saves for found in walk_scope(node))
+        span = self.method.span(node) if self.save_places is not None else None
+        if span is None:
+            return any(id(found) in self.saves for found in walk_scope(node))
+        start, end = span
+        return any(start < place < end for place in self.save_places or ())
+
+    def _mentions_gradient_test(self, test: cst.BaseExpression) -> bool:
+        names = self.method.names_in(test)
+        return not names.isdisjoint(_GRADIENT_TESTS) or not names.isdisjoint(self.gradient_names)
 
     def block(self, suite: cst.BaseSuite, live: bool) -> bool:
         if isinstance(suite, cst.SimpleStatementSuite):
@@ -120,12 +138,12 @@ class _PathWalker:
         if isinstance(statement, cst.SimpleStatementLine):
             return self.simple(statement.body, live)
         if isinstance(statement, cst.If):
-            if _mentions_gradient_test(statement.test, self.gradient_names):
+            if self._mentions_gradient_test(statement.test):
                 raise _Unknown
             if self._saves_in(statement.test):
                 live = False
             orelse = statement.orelse
-            if orelse is None and live and (self._saves_in(statement.body) or _has_return(statement.body)):
+            if orelse is None and live and (self._saves_in(statement.body) or _has_return(self.method, statement.body)):
                 # ``if training: ctx.save_for_backward(x)``, ``if flag: return x * 2``: skipping the save
                 # is a choice the condition makes; only an arm of a full if/else may have forgotten it.
                 raise _Unknown
@@ -175,7 +193,7 @@ class _PathWalker:
 
     def try_statement(self, statement: cst.Try, live: bool) -> bool:
         final = statement.finalbody
-        if final is not None and (self._saves_in(final) or _has_return(final.body)):
+        if final is not None and (self._saves_in(final) or _has_return(self.method, final.body)):
             raise _Unknown
         after_body = self.block(statement.body, live)
         if statement.orelse is not None:
@@ -196,32 +214,28 @@ def _always_true(test: cst.BaseExpression) -> bool:
     )
 
 
-def _mentions_gradient_test(test: cst.BaseExpression, gradient_names: FrozenSet[str] = frozenset()) -> bool:
-    for found in [test, *walk_scope(test)]:
-        if isinstance(found, cst.Name) and (found.value in _GRADIENT_TESTS or found.value in gradient_names):
-            return True
-    return False
-
-
 def _gradient_locals(method: Method) -> FrozenSet[str]:
     """Locals some binding of which holds a gradient test, directly or through another such local
-    (``store = any(ctx.needs_input_grad)``; ``keep = store and training``)."""
+    (``store = any(ctx.needs_input_grad)``; ``keep = store and training``). Ask ``method.derived`` for it."""
+    mentioned = {
+        name: [method.names_in(binding.value) for binding in bindings if binding.value is not None]
+        for name, bindings in method.facts.bindings.items()
+    }
     found: Set[str] = set()
     changed = True
     while changed:
         changed = False
-        for name, bindings in method.facts.bindings.items():
+        for name, names in mentioned.items():
             if name not in found and any(
-                binding.value is not None and _mentions_gradient_test(binding.value, frozenset(found))
-                for binding in bindings
+                not each.isdisjoint(_GRADIENT_TESTS) or not each.isdisjoint(found) for each in names
             ):
                 found.add(name)
                 changed = True
     return frozenset(found)
 
 
-def _has_return(node: cst.CSTNode) -> bool:
-    return any(isinstance(found, cst.Return) for found in walk_scope(node))
+def _has_return(method: Method, node: cst.CSTNode) -> bool:
+    return any(type(found) is cst.Return for found in method.below(node))
 
 
 def failing_saved_reads(reader: Method) -> Optional[List[cst.BaseExpression]]:
@@ -249,9 +263,8 @@ def failing_saved_reads(reader: Method) -> Optional[List[cst.BaseExpression]]:
     }
     guarded = {
         id(node)
-        for found in reader.body_nodes()
-        if isinstance(found, cst.Try)
-        for node in walk_scope(found.body)
+        for found in reader.nodes_of(cst.Try)
+        for node in reader.below(found.body)
     }
     failing: List[cst.BaseExpression] = []
     for read in reads:
@@ -272,11 +285,13 @@ def unconditional(reader: Method, nodes: Iterable[cst.CSTNode]) -> List[cst.CSTN
     wanted = {id(node) for node in nodes}
     found: List[cst.CSTNode] = []
     if reader.node is not None:
-        _collect_unconditional(reader.node.body, wanted, found)
+        _collect_unconditional(reader, reader.node.body, wanted, found)
     return found
 
 
-def _collect_unconditional(suite: cst.BaseSuite, wanted: Set[int], found: List[cst.CSTNode]) -> bool:
+def _collect_unconditional(
+    reader: Method, suite: cst.BaseSuite, wanted: Set[int], found: List[cst.CSTNode]
+) -> bool:
     """Adds the wanted nodes of ``suite`` reached on every path; False once a return may come first."""
     if isinstance(suite, cst.SimpleStatementSuite):
         statements: Sequence[cst.CSTNode] = [cst.SimpleStatementLine(body=suite.body)]
@@ -287,16 +302,16 @@ def _collect_unconditional(suite: cst.BaseSuite, wanted: Set[int], found: List[c
     for statement in statements:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
-                found.extend(node for node in walk_scope(small) if id(node) in wanted)
+                found.extend(node for node in reader.below(small) if id(node) in wanted)
                 if isinstance(small, (cst.Return, cst.Raise)):
                     return False
         elif isinstance(statement, cst.With):
-            found.extend(node for item in statement.items for node in walk_scope(item) if id(node) in wanted)
-            if not _collect_unconditional(statement.body, wanted, found):
+            found.extend(node for item in statement.items for node in reader.below(item) if id(node) in wanted)
+            if not _collect_unconditional(reader, statement.body, wanted, found):
                 return False
         elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
             continue
-        elif _has_return(statement):
+        elif _has_return(reader, statement):
             return False
     return True
 
@@ -345,7 +360,7 @@ def saved_tuple_used_as_tensor(reader: Method, inference: TensorInference) -> Li
         return []
     found: List[TupleAsTensor] = []
     reported: Set[str] = set()
-    for node in reader.body_nodes():
+    for node in reader.nodes_of(cst.Attribute, cst.UnaryOperation, cst.BinaryOperation):
         used = _tensor_use(node, tuples, inference)
         if used is not None and used not in reported:
             reported.add(used)

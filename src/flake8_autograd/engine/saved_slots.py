@@ -13,7 +13,7 @@ with ``len``; a local subclass that may read it in its own backward) gives None,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Set
+from typing import Callable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -131,7 +131,7 @@ def _slots_read_by(reader: Method, count: int) -> Optional[Set[int]]:
     }
     unpacked = {
         id(node.value): node
-        for node in reader.body_nodes()
+        for node in reader.nodes_of(cst.Assign)
         if isinstance(node, cst.Assign) and len(node.targets) == 1
     }
     read: Set[int] = set()
@@ -169,14 +169,20 @@ def _names_mentioned(reader: Method, skipped: Set[int]) -> Set[str]:
     """Every name ``reader`` mentions as a variable (loaded, bound again, deleted; nested functions and
     lambdas included), except the Name nodes in ``skipped``: a mention other than the unpacking counts as
     a read, which errs toward silence."""
+    return {name.value for name in reader.derived(_variable_names) if id(name) not in skipped}
+
+
+def _variable_names(reader: Method) -> Tuple[cst.Name, ...]:
+    """The Name nodes of ``reader``'s body (nested scopes included) that stand for a variable, not an
+    attribute or a keyword; one walk, however many unpackings ask. Ask ``reader.derived`` for it."""
     assert reader.node is not None
-    not_variables: Set[int] = set(skipped)
-    names: Set[str] = set()
+    not_variables: Set[int] = set()
+    names: List[cst.Name] = []
     for node in walk(reader.node.body):
         if isinstance(node, cst.Attribute):
             not_variables.add(id(node.attr))
         elif isinstance(node, cst.Arg) and node.keyword is not None:
             not_variables.add(id(node.keyword))
         elif isinstance(node, cst.Name) and id(node) not in not_variables:
-            names.add(node.value)
-    return names
+            names.append(node)
+    return tuple(names)

@@ -7,6 +7,7 @@ parameters with no tensor use, names bound in loops — so that unsure means sil
 
 from __future__ import annotations
 
+import bisect
 import enum
 import itertools
 from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
@@ -297,7 +298,7 @@ class TensorInference:
         if len(self.facts.bindings.get(name, ())) + (name in self.params) < 2 or self.method.node is None:
             return None
         if self._reaching is None:
-            self._reaching = _ReachingBindings(self.method.node, self.method.body_nodes())
+            self._reaching = _ReachingBindings(self.method)
         return self._reaching.value(node)
 
     # -- public --------------------------------------------------------------------------------
@@ -967,22 +968,36 @@ def _binds_in(root: cst.CSTNode, name: str) -> bool:
 def _binding_nodes(root: cst.CSTNode, name: str, include_root: bool = False) -> Iterator[cst.CSTNode]:
     """The nodes below ``root`` (in its scope; ``root`` too if asked) that may bind ``name`` (see :func:`_binds_in`)."""
     for node in itertools.chain([root] if include_root else [], walk_scope(root)):
-        targets: List[cst.CSTNode] = []
-        if isinstance(node, cst.Assign):
-            targets = [target.target for target in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.Del)):
-            targets = [node.target]
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            targets = [node.asname.name]
-        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-            targets = [node.name.name]
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            targets = [node.name]
-        elif name in _bound_names(node):
+        if type(node) in _BINDING_NODES and name in _names_bound_by(node):
             yield node
-            continue
-        if any(isinstance(target, cst.BaseExpression) and name in _target_names(target) for target in targets):
-            yield node
+
+
+# The only nodes that may bind a name (see :func:`_names_bound_by`).
+_BINDING_NODES = frozenset(
+    {
+        cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.Del, cst.WithItem,
+        cst.ExceptHandler, cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal,
+        cst.MatchAs, cst.MatchStar,
+    }
+)
+
+
+def _names_bound_by(node: cst.CSTNode) -> List["cst.CSTNode | str"]:
+    """The names ``node`` itself may bind (not the nodes below it)."""
+    targets: List[cst.CSTNode] = []
+    if isinstance(node, cst.Assign):
+        targets = [target.target for target in node.targets]
+    elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.Del)):
+        targets = [node.target]
+    elif isinstance(node, cst.WithItem) and node.asname is not None:
+        targets = [node.asname.name]
+    elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+        targets = [node.name.name]
+    elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        targets = [node.name]
+    else:
+        return _bound_names(node)
+    return [bound for target in targets if isinstance(target, cst.BaseExpression) for bound in _target_names(target)]
 
 
 # Nodes whose children run in sequence, one after the other: statements of a block, small statements of a line.
@@ -1006,7 +1021,10 @@ class _ReachingBindings:
     and so does a use in a nested scope or a comprehension.
     """
 
-    def __init__(self, function: cst.FunctionDef, nodes: Sequence[cst.CSTNode]) -> None:
+    def __init__(self, method: Method) -> None:
+        assert method.node is not None
+        function, nodes = method.node, method.body_nodes()
+        self._method = method
         self._function = function
         self._parents: Dict[int, cst.CSTNode] = {}
         self._walrus = False  # whether an expression of the body binds a name (``(x := ...)``)
@@ -1019,12 +1037,35 @@ class _ReachingBindings:
         self._parents[id(function.body)] = function
         self._found: Dict[int, Optional[cst.BaseExpression]] = {}
         self._binding: Dict[Tuple[int, str], bool] = {}  # whether a statement binds a name, asked once
+        # name -> the places in the method's shared walk of the nodes that may bind it, in order
+        self._binders: Optional[Dict["cst.CSTNode | str", List[int]]] = None
 
     def _binds(self, node: cst.CSTNode, name: str) -> bool:
         key = (id(node), name)
         if key not in self._binding:
-            self._binding[key] = _binds_anywhere(node, name)
+            span = self._method.span(node)
+            self._binding[key] = (
+                _binds_anywhere(node, name) if span is None else self._binds_between(name, span[0], span[1])
+            )
         return self._binding[key]
+
+    def _binds_between(self, name: str, start: int, end: int, skipped: Tuple[int, int] = (0, 0)) -> bool:
+        """Whether a node at a place from ``start`` to ``end`` of the shared walk, outside the ``skipped``
+        places, may bind ``name``: a look at a sorted list, where a walk of each statement asked about
+        costs its size (a use's search asks of every statement before it)."""
+        if self._binders is None:
+            self._binders = {}
+            for index, node in enumerate(self._method.body_nodes()):
+                if type(node) in _BINDING_NODES:
+                    for bound in set(_names_bound_by(node)):
+                        self._binders.setdefault(bound, []).append(index)
+        places = self._binders.get(name, [])
+        for place in places[bisect.bisect_left(places, start):]:
+            if place >= end:
+                return False
+            if not skipped[0] <= place < skipped[1]:
+                return True
+        return False
 
     def value(self, use: cst.Name) -> Optional[cst.BaseExpression]:
         if id(use) not in self._found:
@@ -1059,10 +1100,17 @@ class _ReachingBindings:
             elif isinstance(parent, _EXPRESSION_PARTS) and not self._walrus:
                 pass  # an expression binds nothing without a walrus: climb on
             else:
-                inside = {id(current), *(id(node) for node in walk_scope(current))}
-                if any(id(node) not in inside for node in _binding_nodes(parent, name, include_root=True)):
+                if self._binds_beside(parent, current, name):
                     return None  # another part of the statement (a test, ``as name``, a handler) binds it
             current = parent
+
+    def _binds_beside(self, parent: cst.CSTNode, part: cst.CSTNode, name: str) -> bool:
+        """Whether ``parent`` or a node below it that is not in ``part`` may bind ``name``."""
+        outer, inner = self._method.span(parent), self._method.span(part)
+        if outer is None or inner is None:
+            inside = {id(part), *(id(node) for node in walk_scope(part))}
+            return any(id(node) not in inside for node in _binding_nodes(parent, name, include_root=True))
+        return self._binds_between(name, outer[0], outer[1], skipped=inner)
 
 
 def _binds_anywhere(node: cst.CSTNode, name: str) -> bool:
@@ -1156,7 +1204,7 @@ def narrowings(inference: "TensorInference") -> Dict[int, Kind]:
     found: Dict[int, Kind] = {}
     if inference.method.node is None:
         return found
-    for node in inference.method.body_nodes():
+    for node in inference.method.nodes_of(cst.If, cst.IfExp):
         if isinstance(node, (cst.If, cst.IfExp)):
             holds, fails = _test_narrowings(node.test, inference)
             if holds:

@@ -105,6 +105,38 @@ def walk_scope(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(kids)
 
 
+def walk_scope_spans(root: cst.CSTNode) -> Tuple[Tuple[cst.CSTNode, ...], List[int]]:
+    """The nodes ``walk_scope(root)`` yields, in the same order, with where each one's subtree ends: the
+    nodes below ``nodes[i]`` are ``nodes[i + 1 : ends[i]]``. One walk answers "what is below this node"
+    for every node of a body, where a walk per question costs the size of the subtree each time."""
+    nodes: List[cst.CSTNode] = []
+    ends: List[int] = []
+    stack: List["cst.CSTNode | int"] = list(children(root))
+    if type(root) is cst.IndentedBlock:
+        stack = list(_reachable(stack))  # type: ignore[arg-type]
+    stack.reverse()
+    while stack:
+        item = stack.pop()
+        if type(item) is int:
+            ends[item] = len(nodes)  # every node below ``nodes[item]`` has been taken
+            continue
+        node: cst.CSTNode = item  # type: ignore[assignment]
+        index = len(nodes)
+        nodes.append(node)
+        ends.append(index + 1)
+        if type(node) in _SCOPE_TYPES:
+            continue
+        kids: List[cst.CSTNode] = list(children(node))
+        if not kids:
+            continue
+        if type(node) is cst.IndentedBlock:
+            kids = _reachable(kids)
+        stack.append(index)  # popped once the children and everything below them are done
+        kids.reverse()
+        stack.extend(kids)
+    return tuple(nodes), ends
+
+
 def _reachable(statements: List[cst.CSTNode]) -> List[cst.CSTNode]:
     """The statements of a block up to its first ``return`` or ``raise``: what follows never runs
     (a leftover ``return`` after the real one must not count as one)."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Set
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set
 
 import libcst as cst
 
@@ -81,7 +82,7 @@ def _shared_stores(method: Method, model: ClassModel, analysis: Analysis) -> Ite
     declared_global = _declared_global(method)
     dicts = _module_dicts(analysis)
     local = set(method.facts.bindings) | _parameters(method)
-    for node in method.body_nodes():
+    for node in method.nodes_of(cst.Assign):
         if not isinstance(node, cst.Assign) or isinstance(node.value, (cst.Tuple, cst.List)):
             continue
         for assign_target in node.targets:
@@ -96,7 +97,7 @@ def _shared_stores(method: Method, model: ClassModel, analysis: Analysis) -> Ite
 
 
 def _shared_key(
-    target: cst.BaseExpression, model: ClassModel, local: Set[str], declared_global: Set[str], dicts: Set[str]
+    target: cst.BaseExpression, model: ClassModel, local: Set[str], declared_global: Set[str], dicts: FrozenSet[str]
 ) -> Optional[str]:
     if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
         owner = target.value.value
@@ -118,7 +119,7 @@ def _shared_reads(method: Method, model: ClassModel, analysis: Analysis) -> Set[
     declared_global = _declared_global(method)
     dicts = _module_dicts(analysis)
     found: Set[str] = set()
-    for node in method.body_nodes():
+    for node in method.nodes_of(cst.Attribute, cst.Name, cst.Subscript, cst.Call):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
             if node.value.value == model.name and model.name not in local:
                 found.add(f"{model.name}.{node.attr.value}")
@@ -159,7 +160,7 @@ def _names_in(node: cst.CSTNode) -> List[cst.Name]:
 
 def _declared_global(method: Method) -> Set[str]:
     return {
-        item.name.value for node in method.body_nodes() if isinstance(node, cst.Global) for item in node.names
+        item.name.value for node in method.nodes_of(cst.Global) if isinstance(node, cst.Global) for item in node.names
     }
 
 
@@ -170,16 +171,27 @@ def _parameters(method: Method) -> Set[str]:
     return {param.name for param in signature.positional + signature.keyword_only}
 
 
-def _module_dicts(analysis: Analysis) -> Set[str]:
+# The module dicts of each module, read once per module (every class asks twice).
+_MODULE_DICTS: "weakref.WeakKeyDictionary[Analysis, FrozenSet[str]]" = weakref.WeakKeyDictionary()
+
+
+def _module_dicts(analysis: Analysis) -> FrozenSet[str]:
     """Names the module binds once, at its top level, to a dict (``{}``, ``dict()``, a dict display)."""
+    found = _MODULE_DICTS.get(analysis)
+    if found is None:
+        found = _MODULE_DICTS[analysis] = _read_module_dicts(analysis.tree)
+    return found
+
+
+def _read_module_dicts(tree: ast.Module) -> FrozenSet[str]:
     bound: Dict[str, List[Optional[ast.expr]]] = {}
-    for statement in analysis.tree.body:
+    for statement in tree.body:
         value: Optional[ast.expr] = None
         if isinstance(statement, (ast.Assign, ast.AnnAssign)):
             value = statement.value
         for name in statement_names(statement):  # any other binding counts, with no value
             bound.setdefault(name, []).append(value)
-    return {name for name, values in bound.items() if len(values) == 1 and _is_dict(values[0])}
+    return frozenset(name for name, values in bound.items() if len(values) == 1 and _is_dict(values[0]))
 
 
 def _is_dict(value: Optional[ast.expr]) -> bool:

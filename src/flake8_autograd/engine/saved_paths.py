@@ -264,6 +264,7 @@ def failing_saved_reads(reader: Method) -> Optional[List[cst.BaseExpression]]:
     guarded = {
         id(node)
         for found in reader.nodes_of(cst.Try)
+        if isinstance(found, cst.Try)
         for node in reader.below(found.body)
     }
     failing: List[cst.BaseExpression] = []

@@ -49,10 +49,38 @@ def check_classes(
             collect()
     if custom_ops is not None:
         op_rules = [rule for rule in active if isinstance(rule, OpRule)]
+        registration_rules = [rule for rule in active if rule.applies_to_custom_ops and not isinstance(rule, OpRule)]
         for op in custom_ops.ops:
             for finding in _check_op(op, analysis, op_rules):
                 findings.setdefault((finding.line, finding.column, finding.code), finding)
+            if registration_rules and op.registrations:
+                for finding in _check_registrations(op, lines, analysis, registration_rules):
+                    findings.setdefault((finding.line, finding.column, finding.code), finding)
     return sorted(findings.values(), key=lambda finding: finding.sort_key)
+
+
+def _check_registrations(
+    op: CustomOpSite, lines: Sequence[str], analysis: Analysis, rules: List[Rule]
+) -> List[Finding]:
+    """The Function rules that carry over, on each ``register_autograd`` of ``op`` (a model of the
+    Function PyTorch generates for it). A setup_context that cannot take PyTorch's call is left to
+    AGF128 alone: the other rules would read its parameters in places they are not."""
+    from .custom_op_model import op_models
+
+    findings: List[Finding] = []
+    try:
+        models = op_models(op, lines)
+    except Exception as error:  # noqa: BLE001 - a plugin must never take the whole flake8 run down
+        return [internal_error(op.function.lineno, op.function.col_offset, op.binding, error)]
+    for model in models:
+        chosen = rules if model.setup_context_callable else [rule for rule in rules if rule.code == "AGF128"]
+        try:
+            for rule in chosen:
+                findings.extend(rule.check(model, analysis))
+        except Exception as error:  # noqa: BLE001 - as for a class: one internal error, not the run
+            findings.append(internal_error(op.function.lineno, op.function.col_offset, op.binding, error))
+        analysis.forget(model)
+    return findings
 
 
 def _check_op(op: CustomOpSite, analysis: Analysis, rules: List[OpRule]) -> List[Finding]:

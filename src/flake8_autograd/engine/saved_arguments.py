@@ -8,6 +8,7 @@ from typing import Dict, Iterator, Optional
 
 import libcst as cst
 
+from .custom_op_model import is_custom_op
 from .model import ClassModel, Method
 from .tensors import Kind, TensorInference
 from .walk import short_code
@@ -65,6 +66,8 @@ def _certainly_not_tensor(node: cst.BaseExpression, inference: TensorInference) 
     """Not a tensor by what the expression is, not by a guess about an input (whose caller decides)."""
     if isinstance(node, cst.Name) and node.value in inference.params:
         return False
-    if inference.origin(node) == "input":
-        return False  # setup_context's ``inputs[i]``: forward's parameter, as unknown as in forward
+    if inference.origin(node) == "input" and not is_custom_op(inference.model):
+        # setup_context's ``inputs[i]``: forward's parameter, as unknown as in forward. An operator's
+        # annotations are its schema, which the dispatcher enforces: there, what they say is certain.
+        return False
     return inference.kind(node) is Kind.NOT_TENSOR

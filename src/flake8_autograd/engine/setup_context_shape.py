@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence, Union
 
 import libcst as cst
 
-from .model import Method
+from .model import Method, Signature
 
 # What ``Function.apply`` passes to setup_context, in order.
 FUNCTION_SETUP_CONTEXT_ARGUMENTS = ("ctx", "inputs", "output")
@@ -47,7 +47,15 @@ class InputsUsedAsTensor:
     name: str
 
 
-SetupContextMistake = Union[ParameterMismatch, InputsUnpackMismatch, InputsUsedAsTensor]
+@dataclass(frozen=True)
+class KeywordMismatch:
+    """The parameters cannot take the keyword arguments torch.library passes: a TypeError at the first call."""
+
+    node: cst.CSTNode  # the ``def``
+    reason: str  # as Python words it: "got an unexpected keyword argument 'inputs'", ...
+
+
+SetupContextMistake = Union[ParameterMismatch, KeywordMismatch, InputsUnpackMismatch, InputsUsedAsTensor]
 
 
 def setup_context_mistakes(
@@ -55,11 +63,17 @@ def setup_context_mistakes(
     input_count: Optional[int],
     input_names: Sequence[str] = (),
     arguments: Sequence[str] = FUNCTION_SETUP_CONTEXT_ARGUMENTS,
+    *,
+    by_keyword: bool = False,
 ) -> List[SetupContextMistake]:
-    """The certain mistakes of ``method`` (a setup_context) called with ``arguments`` and an ``inputs``
-    tuple of ``input_count`` values (None: unknown, the unpackings are not checked) whose parameters in
-    forward (or the operator) are ``input_names``. A signature that cannot take the call hides the rest."""
-    parameters = parameter_mismatch(method, len(arguments))
+    """The certain mistakes of ``method`` (a setup_context) called with ``arguments`` (by keyword when
+    ``by_keyword``, else by position) and an ``inputs`` tuple of ``input_count`` values (None: unknown,
+    the unpackings are not checked) whose parameters in forward (or the operator) are ``input_names``.
+    A signature that cannot take the call hides the rest."""
+    parameters: Optional[Union[ParameterMismatch, KeywordMismatch]] = (
+        keyword_mismatch(method.node, arguments) if by_keyword and method.node is not None
+        else None if by_keyword else parameter_mismatch(method, len(arguments))
+    )
     if parameters is not None:
         return [parameters]
     inputs = _inputs_parameter(method, arguments)
@@ -89,6 +103,25 @@ def parameter_mismatch(method: Method, passed: int) -> Optional[ParameterMismatc
     if keyword_only:
         return ParameterMismatch(method.node, f"the required keyword-only parameter '{keyword_only[0]}'")
     return None
+
+
+def keyword_mismatch(node: cst.FunctionDef, arguments: Sequence[str]) -> Optional[KeywordMismatch]:
+    """``node`` cannot be called with the keyword arguments ``arguments`` and nothing else, as
+    torch.library calls an operator's setup_context (the names, not the order, must match)."""
+    signature = Signature.of(node)
+    positional_only = {param.name for param in node.params.posonly_params}
+    everyone = signature.positional + signature.keyword_only
+    by_keyword = {param.name for param in everyone} - positional_only
+    reason: Optional[str] = None
+    unexpected = [name for name in arguments if name not in by_keyword]
+    if unexpected and signature.kwarg is None:
+        reason = f"got an unexpected keyword argument '{unexpected[0]}'"
+    else:
+        passed = by_keyword & set(arguments)
+        missing = [param.name for param in everyone if not param.has_default and param.name not in passed]
+        if missing:
+            reason = f"is missing the required argument '{missing[0]}'"
+    return KeywordMismatch(node, reason) if reason is not None else None
 
 
 def inputs_unpack_mismatches(method: Method, inputs: str, input_count: int) -> List[InputsUnpackMismatch]:

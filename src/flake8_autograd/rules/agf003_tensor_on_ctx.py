@@ -26,6 +26,7 @@ HARMS = {
 
 class TensorOnCtxRule(Rule):
     code = "AGF003"
+    applies_to_custom_ops = True
     name = "tensor stored on ctx instead of save_for_backward"
     message = (
         "{method} stores tensor {value} as ctx.{attribute}: {harm}; "

@@ -8,6 +8,7 @@ import libcst as cst
 
 from ..engine.analysis import Analysis
 from ..engine.counting import CountedReturn, backward_never_runs, fall_off_mirrors_forward, slot_is_none
+from ..engine.custom_op_model import is_custom_op
 from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs
 from ..engine.tensors import Kind, annotation_kind
 from ..fixes import Edit, Fix, bare_code, locator
@@ -20,6 +21,7 @@ def _plural(count: int, word: str) -> str:
 
 class GradientCountRule(Rule):
     code = "AGF004"
+    applies_to_custom_ops = True
     name = "backward returns the wrong number of gradients"
     message = (
         "{method} {returned} but forward takes {inputs} ({names}); "
@@ -32,6 +34,15 @@ class GradientCountRule(Rule):
     surplus_message = (
         "{method} {returned} but forward takes {inputs} ({names}); "
         "drop the extra values (only surplus Nones are ignored)"
+    )
+    # An operator's registration: its positional inputs are certain, and surplus Nones are not forgiven.
+    op_message = (
+        "{method} {returned} but operator {cls} takes {inputs} ({names}); return one per positional input, "
+        "None where there is none (torch 2.13 counts a hidden input on each side: 'expected {expected}, got {got}')"
+    )
+    op_surplus_message = (
+        "{method} {returned} but operator {cls} takes {inputs} ({names}); drop the extra values (torch 2.13 "
+        "ignores surplus Nones, later releases reject them as an incorrect number of gradients)"
     )
     falls_off = "can end without a return (returning one None)"
     invalid = (
@@ -104,7 +115,7 @@ class GradientCountRule(Rule):
             return None
         count = len(slots)
         node = None if counted.falls_off else counted.node
-        qualname = f"{model.name}.{method.name}"
+        qualname = method.qualname
         returned = self.falls_off if counted.falls_off else "returns " + _plural(count, "gradient")
         fields = dict(
             method=qualname,
@@ -112,6 +123,17 @@ class GradientCountRule(Rule):
             inputs=_plural(inputs.total, "input"),
             names=", ".join(inputs.names) or "none",
         )
+        if is_custom_op(model):
+            # The dispatcher drops trailing arguments left at their defaults before autograd counts: fewer
+            # gradients than inputs fail only for a caller that passes another value, not certain here.
+            required = sum(1 for param in inputs.params if not param.has_default)
+            if count == inputs.total or required <= count < inputs.total:
+                return None
+            # The generated Function has one more input (its metadata), which backward's result gets a None for.
+            template = self.op_message if count < inputs.total else self.op_surplus_message
+            return self.report(
+                method, node, template=template, cls=model.name, expected=inputs.total + 1, got=count + 1, **fields
+            )
         if count < inputs.required:
             return self.report(method, node, **fields)
         if count < inputs.total:

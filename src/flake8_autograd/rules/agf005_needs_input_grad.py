@@ -17,6 +17,7 @@ from .base import Finding, Rule
 
 class NeedsInputGradRule(Rule):
     code = "AGF005"
+    applies_to_custom_ops = True
     name = "needs_input_grad not consulted"
     message = (
         "{method} computes gradients for {inputs} without checking ctx.needs_input_grad; "

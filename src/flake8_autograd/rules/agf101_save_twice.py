@@ -12,6 +12,7 @@ from .base import Finding, Rule
 
 class SaveTwiceRule(Rule):
     code = "AGF101"
+    applies_to_custom_ops = True
     name = "save_for_backward called twice on one path"
     message = (
         "{method} calls ctx.save_for_backward again after line {first}; the second call silently replaces the "

@@ -12,6 +12,7 @@ from .base import Finding, Rule
 
 class SaveNonTensorRule(Rule):
     code = "AGF102"
+    applies_to_custom_ops = True
     name = "non-tensor passed to save_for_backward"
     message = (
         "{method} passes {value}, which is not a tensor, to ctx.save_for_backward; store non-tensors as "

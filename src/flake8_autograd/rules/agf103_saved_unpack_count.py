@@ -14,6 +14,7 @@ from .base import Finding, Rule
 
 class SavedUnpackCountRule(Rule):
     code = "AGF103"
+    applies_to_custom_ops = True
     name = "saved_tensors unpacked into the wrong number of names"
     message = (
         "{method} unpacks ctx.saved_tensors into {names} but {saver} saves {saved}; "

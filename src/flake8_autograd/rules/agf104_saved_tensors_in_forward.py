@@ -11,6 +11,7 @@ from .base import Finding, Rule
 
 class SavedTensorsInForwardRule(Rule):
     code = "AGF104"
+    applies_to_custom_ops = True
     name = "saved_tensors read in forward or setup_context"
     message = (
         "{method} reads ctx.saved_tensors, which is empty until backward; use the tensors themselves here "

@@ -17,6 +17,7 @@ _NOT_NONE = (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst
 
 class GradientForNonTensorRule(Rule):
     code = "AGF105"
+    applies_to_custom_ops = True
     name = "gradient returned for a non-tensor input"
     message = (
         "{method} returns a gradient for {input!r} (position {position}), which is not a tensor; "

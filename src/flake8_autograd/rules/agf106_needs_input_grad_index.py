@@ -11,6 +11,7 @@ from .base import Finding, Rule
 
 class NeedsInputGradIndexRule(Rule):
     code = "AGF106"
+    applies_to_custom_ops = True
     name = "needs_input_grad index out of range"
     message = (
         "{method} reads ctx.needs_input_grad[{index}] but forward takes {inputs} ({names}); "

@@ -6,12 +6,14 @@ from typing import Iterator
 
 from ..engine.analysis import Analysis
 from ..engine.counting import backward_never_runs
+from ..engine.custom_op_model import op_output_count
 from ..engine.model import ClassModel
 from .base import Finding, Rule
 
 
 class BackwardArityRule(Rule):
     code = "AGF107"
+    applies_to_custom_ops = True
     name = "backward takes the wrong number of gradients"
     message = (
         "{method} takes {taken} but forward returns {outputs}; "
@@ -49,7 +51,9 @@ class BackwardArityRule(Rule):
                 continue
             if method.ctx_name is None:
                 continue
-            outputs = analysis.output_count(model)
+            outputs = op_output_count(model)  # an operator's return annotation says it
+            if outputs is None:
+                outputs = analysis.output_count(model)
             if outputs is None:
                 return
             forward = model.method("forward")

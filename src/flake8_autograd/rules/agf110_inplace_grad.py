@@ -12,6 +12,7 @@ from .base import Finding, Rule
 
 class InPlaceGradRule(Rule):
     code = "AGF110"
+    applies_to_custom_ops = True
     name = "gradient modified in place in backward"
     message = (
         "{method} modifies gradient {grad!r} in place ({how}); other parts of the graph may share it: "

@@ -7,6 +7,7 @@ from typing import Iterator, List, Optional
 import libcst as cst
 
 from ..engine.analysis import Analysis
+from ..engine.custom_op_model import is_custom_op
 from ..engine.model import ClassModel
 from ..fixes import Edit, Fix, bare_code, locator
 from .base import Finding, Rule
@@ -14,6 +15,7 @@ from .base import Finding, Rule
 
 class ListReturnRule(Rule):
     code = "AGF116"
+    applies_to_custom_ops = True
     name = "backward or forward returns a list"
     message = "{method} returns a list, which PyTorch counts as one gradient; return a tuple"
     forward_message = (
@@ -52,7 +54,9 @@ class ListReturnRule(Rule):
     )
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
-        for name in ("backward", "vjp", "forward"):
+        # An operator may return a list: its return annotation (``list[Tensor]``) makes that one output.
+        names = ("backward",) if is_custom_op(model) else ("backward", "vjp", "forward")
+        for name in names:
             method = model.own_methods.get(name)
             if method is None or method.node is None:
                 continue

@@ -23,6 +23,7 @@ _READERS = ("backward", "vjp", "jvp")
 
 class SavedTensorsReadRule(Rule):
     code = "AGF117"
+    applies_to_custom_ops = True
     name = "saved_tensors read where nothing was saved, or used as a tensor"
     message = (
         "{method} takes a tensor from ctx.saved_tensors but {saver} saves nothing; "

@@ -16,6 +16,7 @@ from .base import Finding, Rule
 
 class SavedUnreadRule(Rule):
     code = "AGF122"
+    applies_to_custom_ops = True
     name = "a saved tensor backward never reads"
     message = (
         "{method} never reads {names} from ctx.saved_tensors; remove {pronoun} from ctx.save_for_backward "

@@ -12,6 +12,7 @@ from ..engine.counting import backward_never_runs
 from ..engine.ctx_attributes import (
     TORCH_CTX_ATTRIBUTES, CtxAttributes, ctx_attributes, guarded_nodes, stored_through_graph_nodes, unset_exit,
 )
+from ..engine.custom_op_model import is_custom_op
 from ..engine.model import ClassModel, Method
 from ..engine.saved_paths import SAVING_CALLS, returns_a_value, unconditional
 from .base import Finding, Rule
@@ -27,6 +28,7 @@ _FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function
 
 class CtxAttributeUnsetRule(Rule):
     code = "AGF124"
+    applies_to_custom_ops = True
     name = "ctx attribute read in backward that forward never sets"
     message = (
         "{method} reads ctx.{attribute}, which {setter} never sets (AttributeError at run time); "
@@ -177,7 +179,10 @@ def _setter(model: ClassModel, analysis: Analysis) -> Optional[Method]:
     if analysis.discovery.has_local_subclass(model.site):
         return None
     bases = model.site.base_names
-    if not bases or any(base is None or analysis.imports.resolve_dotted(base) not in _FUNCTION_BASES for base in bases):
+    # An operator's registration: the Function torch.library generates, whose base is torch's whatever is imported.
+    if not is_custom_op(model) and (
+        not bases or any(base is None or analysis.imports.resolve_dotted(base) not in _FUNCTION_BASES for base in bases)
+    ):
         return None
     forward = model.own_methods.get("forward")
     if forward is None or forward.node is None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, forward_inputs
+from ..engine.custom_op_model import CustomOpModel
 from ..engine.setup_context_shape import (
+    FUNCTION_SETUP_CONTEXT_ARGUMENTS,
     InputsUnpackMismatch,
     InputsUsedAsTensor,
+    KeywordMismatch,
     ParameterMismatch,
     setup_context_mistakes,
 )
@@ -17,6 +20,7 @@ from .base import Finding, Rule
 
 class SetupContextShapeRule(Rule):
     code = "AGF128"
+    applies_to_custom_ops = True
     name = "setup_context's parameters or unpacking of inputs do not match what PyTorch passes"
     message = (
         "{method} takes {takes}, but PyTorch calls it with three arguments; define it as "
@@ -25,6 +29,10 @@ class SetupContextShapeRule(Rule):
     unpack_message = (
         "{method} unpacks inputs into {names} names, but inputs always holds forward's {count} positional "
         "inputs (defaults included); unpack {count} names"
+    )
+    keyword_message = (
+        "{method} cannot take the call register_autograd makes for operator {op} ({call}): it {reason}, a "
+        "TypeError at the first call; define it as {method}({expected})"
     )
     tuple_message = (
         "{method} uses '{name}' as a tensor, but it receives the tuple of all of forward's inputs; name it "
@@ -77,9 +85,19 @@ class SetupContextShapeRule(Rule):
         # The parameter that receives inputs counts as mistaken for a tensor only when it is named after one
         # of forward's inputs (``setup_context(ctx, x, output)``); ``save_for_backward(inputs)`` is AGF102's.
         count, names = (inputs.total, inputs.names) if inputs is not None else (None, [])
-        for mistake in setup_context_mistakes(method, count, names):
+        # An operator's setup_context is called by keyword, with keyword_only_inputs too when it has any.
+        by_keyword = isinstance(model, CustomOpModel)
+        arguments: Sequence[str] = FUNCTION_SETUP_CONTEXT_ARGUMENTS
+        if isinstance(model, CustomOpModel):
+            arguments = model.setup_context_arguments
+        for mistake in setup_context_mistakes(method, count, names, arguments, by_keyword=by_keyword):
             if isinstance(mistake, ParameterMismatch):
                 yield self.report(method, None, method=method.qualname, takes=mistake.takes)
+            elif isinstance(mistake, KeywordMismatch):
+                yield self.report(
+                    method, None, self.keyword_message, method=method.qualname, op=model.name, reason=mistake.reason,
+                    call=", ".join(f"{name}=..." for name in arguments), expected=", ".join(arguments),
+                )
             elif isinstance(mistake, InputsUnpackMismatch):
                 yield self.report(
                     method,

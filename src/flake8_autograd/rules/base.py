@@ -32,6 +32,9 @@ class Rule:
     message: ClassVar[str]  # str.format template; the finding's text after the code
     invalid: ClassVar[Sequence[str]] = ()
     valid: ClassVar[Sequence[str]] = ()
+    # Whether the rule also reads a custom op's register_autograd, modelled as the Function PyTorch
+    # generates for it (engine/custom_op_model.py): only rules whose contract carries over say so.
+    applies_to_custom_ops: ClassVar[bool] = False
 
     def check(self, model: "ClassModel", analysis: "Analysis") -> Iterator[Finding]:
         raise NotImplementedError

@@ -5,12 +5,16 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import List, Tuple
 
 import pytest
 
 from conftest import FIXTURES, expected_findings, fixture_paths, lint
 from flake8_autograd.rules import PREVIEW_CODES, PREVIEW_RULES, RULES
-from flake8_autograd.rules.base import Rule
+from flake8_autograd.engine.custom_ops import CustomOpDiscovery
+from flake8_autograd.engine.discovery import iter_statements
+from flake8_autograd.engine.names import ImportTable
+from flake8_autograd.rules.base import OpRule, Rule
 
 _CASE = re.compile(r"^class (\w+)")
 
@@ -41,10 +45,7 @@ def test_each_rule_has_enough_cases(rule: Rule, minimum: int, minimum_silent: in
     tree = ast.parse(path.read_text(encoding="utf-8"))
     expected = expected_findings(path)
     flagged = silent = 0
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    for lines in _case_spans(rule, tree):
         if any((line, code) in expected for line in lines):
             flagged += 1
         else:
@@ -52,3 +53,29 @@ def test_each_rule_has_enough_cases(rule: Rule, minimum: int, minimum_silent: in
     assert flagged + silent >= minimum, f"{path.name}: {flagged + silent} cases"
     assert silent >= minimum_silent, f"{path.name}: {silent} must-stay-silent cases"
     assert flagged >= 1
+
+
+def _case_spans(rule: Rule, tree: ast.Module) -> List[range]:
+    """The lines of each case: a top-level class, or for an op rule a custom op with everything registered
+    for it (from the op's ``def`` to the last line of its registrations)."""
+    if not isinstance(rule, OpRule):
+        nodes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+        return [range(node.lineno, (node.end_lineno or node.lineno) + 1) for node in nodes]
+    spans = []
+    for op in CustomOpDiscovery(tree, ImportTable.from_ast(_statements(tree), "fixture.py")).ops:
+        parts: List[ast.AST] = [op.function, *op.fakes]
+        for registration in op.registrations:
+            functions = (registration.call, registration.backward, registration.setup_context)
+            parts.extend(part for part in functions if part is not None)
+        first = min(getattr(part, "lineno") for part in parts)
+        last = max(getattr(part, "end_lineno") or getattr(part, "lineno") for part in parts)
+        spans.append(range(first, last + 1))
+    return spans
+
+
+def _statements(tree: ast.Module) -> List[Tuple[ast.stmt, bool, bool]]:
+    return [
+        (statement, place.nested, place.fallback)
+        for statement, place in iter_statements(tree.body)
+        if isinstance(statement, ast.stmt)
+    ]

@@ -39,6 +39,10 @@ from .agf127_unread_output_gradient import UnreadOutputGradientRule
 from .agf128_setup_context_shape import SetupContextShapeRule
 from .agf129_vmap_support import VmapSupportRule
 from .agf130_save_for_forward import SaveForForwardRule
+from .agf131_fake_signature import FakeSignatureRule
+from .agf132_undeclared_mutation import UndeclaredMutationRule
+from .agf133_returns_input import ReturnsInputRule
+from .agf134_untraceable_autograd import UntraceableAutogradRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -85,6 +89,10 @@ PREVIEW_RULES: List[Rule] = [
     SetupContextShapeRule(),
     VmapSupportRule(),
     SaveForForwardRule(),
+    FakeSignatureRule(),
+    UndeclaredMutationRule(),
+    ReturnsInputRule(),
+    UntraceableAutogradRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

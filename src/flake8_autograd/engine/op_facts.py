@@ -1,0 +1,382 @@
+"""Facts about a custom op's own functions, read from flake8's ``ast`` tree: which parameters are tensors
+(the annotations PyTorch builds the op's schema from), which names a function rebinds, and the
+statements of a function's own scope.
+
+The op rules (AGF131-AGF134) query these; each fact stays silent (unknown) rather than guess.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
+
+from .names import ImportTable, ast_dotted
+
+AnyFunction = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_OPTIONAL_FORMS = frozenset({"Optional", "typing.Optional"})
+
+
+def own_scope(function: AnyFunction) -> Iterator[ast.AST]:
+    """Every node of ``function``'s body, not descending into nested functions, lambdas or classes
+    (their names are their own; a comprehension reads the function's names, so it is walked)."""
+    pending: List[ast.AST] = list(function.body) if isinstance(function.body, list) else [function.body]
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, _NESTED_SCOPES):
+            # A nested def's decorators and defaults run in this scope; its body does not.
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                pending.extend(node.decorator_list)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def _is_tensor_type(node: ast.expr, imports: ImportTable) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return False
+    dotted = ast_dotted(node)
+    if dotted is None:
+        return False
+    resolved = imports.resolve_dotted(dotted)
+    return resolved == "torch.Tensor" or (resolved is None and dotted == "Tensor")
+
+
+def _optional_of(node: ast.expr, imports: ImportTable) -> Optional[ast.expr]:
+    """``X`` for ``Optional[X]``, ``X | None`` or ``None | X``; None otherwise."""
+    if isinstance(node, ast.Subscript):
+        dotted = ast_dotted(node.value)
+        if dotted is not None and (dotted in _OPTIONAL_FORMS or imports.resolve_dotted(dotted) == "typing.Optional"):
+            return node.slice
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        for side, other in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(other, ast.Constant) and other.value is None:
+                return side
+    return None
+
+
+def is_tensor_annotation(annotation: Optional[ast.expr], imports: ImportTable, optional: bool = False) -> bool:
+    """``Tensor`` / ``torch.Tensor`` (and, with ``optional``, ``Optional[Tensor]`` / ``Tensor | None``)."""
+    if annotation is None:
+        return False
+    if _is_tensor_type(annotation, imports):
+        return True
+    inner = _optional_of(annotation, imports) if optional else None
+    return inner is not None and _is_tensor_type(inner, imports)
+
+
+def holds_tensors(annotation: Optional[ast.expr], imports: ImportTable) -> bool:
+    """A tensor, an optional tensor, or a list / sequence of tensors: what ``mutates_args`` may name."""
+    if is_tensor_annotation(annotation, imports, optional=True):
+        return True
+    if isinstance(annotation, ast.Subscript):
+        dotted = ast_dotted(annotation.value) or ""
+        if dotted.split(".")[-1] in ("list", "List", "Sequence"):
+            return is_tensor_annotation(annotation.slice, imports, optional=True)
+    return False
+
+
+def tensor_parameters(function: ast.FunctionDef, imports: ImportTable, optional: bool = False) -> Dict[str, ast.arg]:
+    """The op's parameters annotated as a tensor, by name (positional and keyword-only alike)."""
+    arguments = function.args
+    every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+    return {arg.arg: arg for arg in every if is_tensor_annotation(arg.annotation, imports, optional)}
+
+
+def rebound_names(function: AnyFunction) -> Set[str]:
+    """Names ``function`` binds again in its own scope (assignment, loop, ``with``, walrus, import, ``del``,
+    a nested def...). An augmented assignment is left out: on a tensor it writes in place, it does not
+    rebind. ``global`` / ``nonlocal`` names count as rebound (they are not the parameter any more)."""
+    augmented = {id(node.target) for node in own_scope(function) if isinstance(node, ast.AugAssign)}
+    names: Set[str] = set()
+    for node in own_scope(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if id(node) not in augmented:
+                names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+    return names
+
+
+def stable_tensor_parameters(
+    function: ast.FunctionDef, imports: ImportTable, optional: bool = False
+) -> Dict[str, ast.arg]:
+    """Tensor parameters that keep the caller's tensor all through the op's body (never rebound)."""
+    rebound = rebound_names(function)
+    return {name: arg for name, arg in tensor_parameters(function, imports, optional).items() if name not in rebound}
+
+
+@dataclass(frozen=True)
+class OpCall:
+    """One way PyTorch calls an op's fake: how many positional values, which keyword names."""
+
+    positional: int
+    keywords: Tuple[str, ...]
+
+    def describe(self, names: List[str]) -> str:
+        shown = names[: self.positional] + [f"{name}=..." for name in self.keywords]
+        return f"({', '.join(shown)})"
+
+
+def op_calls(function: ast.FunctionDef) -> Optional[List[OpCall]]:
+    """The argument shapes PyTorch passes to an op's fake implementation; None when unknown (``*args``).
+
+    The dispatcher drops trailing positional arguments equal to their defaults and keyword-only ones
+    equal to theirs (checked on torch 2.13), so an op ``(x, scale=1.0, *, alpha=2.0)`` reaches the fake
+    as ``(x)``, ``(x, scale)``, ``(x, alpha=...)`` or ``(x, scale, alpha=...)``.
+    """
+    arguments = function.args
+    if arguments.vararg is not None or arguments.kwarg is not None:
+        return None
+    positional = arguments.posonlyargs + arguments.args
+    required = len(positional) - len(arguments.defaults)
+    keyword_required = tuple(
+        arg.arg for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults) if default is None
+    )
+    keyword_optional = tuple(
+        arg.arg for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults) if default is not None
+    )
+    keyword_sets = [keyword_required, keyword_required + keyword_optional]
+    if len(keyword_optional) <= 3:
+        keyword_sets.extend(keyword_required + (name,) for name in keyword_optional)
+    calls: List[OpCall] = []
+    for count in range(max(required, 0), len(positional) + 1):
+        for keywords in keyword_sets:
+            call = OpCall(count, keywords)
+            if call not in calls:
+                calls.append(call)
+    return calls
+
+
+def binding_error(function: ast.FunctionDef, call: OpCall) -> Optional[str]:
+    """Why ``function`` cannot be called with ``call``'s arguments (Python's binding rules); None if it can."""
+    arguments = function.args
+    positional = arguments.posonlyargs + arguments.args
+    first_default = len(positional) - len(arguments.defaults)
+    if call.positional > len(positional) and arguments.vararg is None:
+        return f"it takes {_count(len(positional), 'positional argument')} but {call.positional} are given"
+    bound = {arg.arg for arg in positional[: call.positional]}
+    keyword_names = {arg.arg for arg in arguments.args[max(call.positional - len(arguments.posonlyargs), 0):]}
+    keyword_names.update(arg.arg for arg in arguments.kwonlyargs)
+    for name in call.keywords:
+        if name in bound:
+            return f"it gets multiple values for argument '{name}'"
+        if name in keyword_names:
+            bound.add(name)
+        elif arguments.kwarg is None:
+            return f"it gets an unexpected keyword argument '{name}'"
+    for index, arg in enumerate(positional):
+        if index >= first_default:
+            break
+        if arg.arg not in bound:
+            return f"it is missing the required positional argument '{arg.arg}'"
+    for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        if default is None and arg.arg not in bound:
+            return f"it is missing the required keyword-only argument '{arg.arg}'"
+    return None
+
+
+def parameter_names(function: ast.FunctionDef) -> List[str]:
+    arguments = function.args
+    return [arg.arg for arg in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
+
+
+def globals_assigned_in_functions(tree: ast.Module) -> Dict[str, str]:
+    """Module names some function assigns through ``global`` (state that changes between calls), each with
+    the name of the first function that does."""
+    writers: Dict[str, str] = {}
+    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for function in sorted(functions, key=_position):
+        for name in global_writes(function):
+            writers.setdefault(name, function.name)
+    return writers
+
+
+def global_writes(function: AnyFunction) -> Dict[str, ast.Name]:
+    """Names ``function`` declares ``global`` and assigns, each with its first store."""
+    declared = {name for node in own_scope(function) if isinstance(node, ast.Global) for name in node.names}
+    stores: Dict[str, ast.Name] = {}
+    for node in sorted(own_scope(function), key=_position):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.id in declared:
+            stores.setdefault(node.id, node)
+    return stores
+
+
+def _position(node: ast.AST) -> Tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+# Tensor methods with a trailing underscore that change only autograd bookkeeping, not the data:
+# ``torch.library.opcheck`` does not count them as mutations (checked on torch 2.13).
+_BOOKKEEPING_METHODS = frozenset({"requires_grad_", "share_memory_"})
+# torch functions that write their first argument in place (besides every ``torch.<name>_``).
+_IN_PLACE_MODULES = ("torch.", "torch.nn.init.", "torch.nn.functional.")
+
+
+def _is_in_place_name(name: str) -> bool:
+    return name.endswith("_") and not name.startswith("_") and name not in _BOOKKEEPING_METHODS
+
+
+def _parameter_of(node: ast.expr, parameters: Set[str]) -> Optional[str]:
+    """``p`` for ``p`` or ``p.data`` with ``p`` one of ``parameters``."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return node.id if isinstance(node, ast.Name) and node.id in parameters else None
+
+
+@dataclass(frozen=True)
+class Write:
+    """A statement or call of the op's body that writes a parameter's data in place."""
+
+    parameter: str
+    node: ast.AST
+    how: str
+
+
+def in_place_writes(function: ast.FunctionDef, parameters: Set[str], imports: ImportTable) -> List[Write]:
+    """Where ``function``'s own scope writes one of ``parameters`` in place, in source order."""
+    writes: List[Write] = []
+    for node in own_scope(function):
+        if isinstance(node, ast.Call):
+            writes.extend(_call_writes(node, parameters, imports))
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Subscript):
+                    name = _parameter_of(target.value, parameters)
+                    if name is not None:
+                        writes.append(Write(name, node, f"{name}[...] = ..."))
+                elif isinstance(node, ast.AugAssign) and isinstance(target, ast.Name) and target.id in parameters:
+                    writes.append(Write(target.id, node, f"{target.id} {_operator(node.op)}= ..."))
+    return sorted(writes, key=lambda write: _position(write.node))
+
+
+def _call_writes(call: ast.Call, parameters: Set[str], imports: ImportTable) -> Iterator[Write]:
+    func = call.func
+    if isinstance(func, ast.Attribute) and _is_in_place_name(func.attr):
+        name = _parameter_of(func.value, parameters)
+        if name is not None:
+            yield Write(name, call, f"{ast.unparse(func.value)}.{func.attr}()")
+            return
+    dotted = ast_dotted(func)
+    resolved = imports.resolve_dotted(dotted) if dotted is not None else None
+    if resolved is None or not resolved.startswith("torch."):
+        return  # a kernel wrapper's ``out=`` may be read, not written: only torch's own functions are known
+    for keyword in call.keywords:
+        if keyword.arg == "out":
+            name = _parameter_of(keyword.value, parameters)
+            if name is not None:
+                yield Write(name, call, f"{dotted}(..., out={name})")
+    first = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+    name = _parameter_of(first, parameters) if first is not None else None
+    if name is None:
+        return
+    module, _, function_name = resolved.rpartition(".")
+    if f"{module}." in _IN_PLACE_MODULES and _is_in_place_name(function_name):
+        yield Write(name, call, f"{dotted}({name})")
+    elif module == "torch.nn.functional" and any(
+        keyword.arg == "inplace" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+        for keyword in call.keywords
+    ):
+        yield Write(name, call, f"{dotted}({name}, inplace=True)")
+
+
+def _operator(operator: ast.operator) -> str:
+    return ast.unparse(ast.BinOp(ast.Name("a"), operator, ast.Name("b"))).split(" ")[1]
+
+
+# Tensor methods and attributes whose result always shares the tensor's storage (each checked on torch
+# 2.13 to fail the op's alias check). ``reshape``, ``flatten``, ``contiguous``, ``to`` and the like share
+# it only when no copy is needed, so they are left out.
+VIEW_METHODS = frozenset({
+    "view", "view_as", "t", "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "expand",
+    "expand_as", "squeeze", "unsqueeze", "narrow", "select", "diagonal", "as_strided", "unfold", "detach",
+    "unflatten", "adjoint", "alias",
+})
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real"})
+# Methods returning a tuple of views: any constant element of it is a view.
+SPLITTING_METHODS = frozenset({"split", "chunk", "unbind", "tensor_split", "split_with_sizes", "hsplit", "vsplit"})
+_TORCH_VIEW_FUNCTIONS = frozenset({
+    "torch.t", "torch.transpose", "torch.swapaxes", "torch.swapdims", "torch.permute", "torch.movedim",
+    "torch.moveaxis", "torch.squeeze", "torch.unsqueeze", "torch.narrow", "torch.select", "torch.diagonal",
+    "torch.as_strided", "torch.detach", "torch.adjoint",
+})
+
+
+def _basic_index(index: ast.expr) -> bool:
+    """An index that always makes a view: integer constants, slices, ``None`` and ``...`` (a tensor or a
+    list index copies)."""
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    for item in items:
+        if isinstance(item, ast.Slice):
+            continue
+        if isinstance(item, ast.UnaryOp) and isinstance(item.op, ast.USub):
+            item = item.operand
+        constant = isinstance(item, ast.Constant) and (item.value is None or item.value is Ellipsis)
+        if not (constant or isinstance(item, ast.Constant) and type(item.value) is int):
+            return False
+    return True
+
+
+class AliasFinder:
+    """Which parameter an expression of the op's body is, or is a view of (following locals bound once)."""
+
+    def __init__(self, function: ast.FunctionDef, parameters: Set[str], imports: ImportTable) -> None:
+        self.parameters = parameters
+        self.imports = imports
+        stores: Dict[str, List[ast.AST]] = {}
+        for node in own_scope(function):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                stores.setdefault(node.id, []).append(node)
+        self._values: Dict[str, ast.expr] = {}
+        for node in own_scope(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id
+                if len(stores.get(name, [])) == 1 and name not in parameters:
+                    self._values[name] = node.value
+
+    def aliased(self, node: ast.expr, depth: int = 0) -> Optional[str]:
+        if depth > 8:
+            return None
+        if isinstance(node, ast.Name):
+            if node.id in self.parameters:
+                return node.id
+            value = self._values.get(node.id)
+            return self.aliased(value, depth + 1) if value is not None else None
+        if isinstance(node, ast.Attribute) and node.attr in VIEW_ATTRIBUTES:
+            return self.aliased(node.value, depth + 1)
+        if isinstance(node, ast.Subscript):
+            base = node.value
+            if (
+                isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute)
+                and base.func.attr in SPLITTING_METHODS and _basic_index(node.slice)
+            ):
+                return self.aliased(base.func.value, depth + 1)
+            return self.aliased(base, depth + 1) if _basic_index(node.slice) else None
+        if isinstance(node, ast.Call):
+            func = node.func
+            dotted = ast_dotted(func)
+            resolved = self.imports.resolve_dotted(dotted) if dotted is not None else None
+            if resolved is not None:  # a function of an imported module, not a method of a tensor
+                if resolved in _TORCH_VIEW_FUNCTIONS and node.args and not isinstance(node.args[0], ast.Starred):
+                    return self.aliased(node.args[0], depth + 1)
+                return None
+            if isinstance(func, ast.Attribute) and (func.attr in VIEW_METHODS or _is_in_place_name(func.attr)):
+                return self.aliased(func.value, depth + 1)
+        return None
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")

@@ -115,7 +115,8 @@ class GradientCountRule(Rule):
             return None
         count = len(slots)
         node = None if counted.falls_off else counted.node
-        qualname = method.qualname
+        # A class's own name, also for a backward it inherits; an operator's registered function by its name.
+        qualname = method.qualname if is_custom_op(model) else f"{model.name}.{method.name}"
         returned = self.falls_off if counted.falls_off else "returns " + _plural(count, "gradient")
         fields = dict(
             method=qualname,

@@ -52,4 +52,5 @@ def test_compiled_drops_the_weight_gradient_silently() -> None:
 
 
 def test_the_linter_reports_it_before_any_run() -> None:
-    assert codes(TOO_FEW, preview=True) == ["AGF004"]
+    # AGF004 on the count; AGF122 on the save of x, which only the forgotten gradient of w would read.
+    assert codes(TOO_FEW, preview=True) == ["AGF122", "AGF004"]

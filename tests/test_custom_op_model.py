@@ -201,3 +201,64 @@ def test_op_fixture_declarations_under_torch(declaration: oracle.Declaration) ->
     if path not in _LOADED:
         _LOADED[path] = oracle.load_fixture(path)  # each op is registered with torch once per session
     oracle.check(declaration, _LOADED[path])
+
+
+def test_libcst_parses_only_the_defs_of_registrations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One parse per registration, of its defs alone; none for an op without register_autograd."""
+    from flake8_autograd.engine import custom_op_model
+
+    parsed: List[List[str]] = []
+    original = custom_op_model.parse_functions
+
+    def counting(lines: List[str], functions: List[ast.FunctionDef]):  # type: ignore[no-untyped-def]
+        parsed.append(sorted(function.name for function in functions))
+        return original(lines, functions)
+
+    monkeypatch.setattr(custom_op_model, "parse_functions", counting)
+    lint(OP, preview=True)
+    assert parsed == [["scale", "scale_backward", "scale_setup"]]
+    parsed.clear()
+    lint(OP.replace("scale.register_autograd(scale_backward, setup_context=scale_setup)", ""), preview=True)
+    assert parsed == []
+
+
+@pytest.mark.parametrize(
+    "parameters, keyword_only, reported",
+    [
+        ("ctx, inputs, output", False, False),
+        ("ctx, output, inputs", False, False),  # bound by name
+        ("ctx, inputs, output, extra=None", False, False),
+        ("ctx, inputs, **rest", False, False),  # output goes to **rest
+        ("ctx, inputs, keyword_only_inputs, output", True, False),
+        ("ctx, inputs, output, *, keyword_only_inputs", True, False),
+        ("ctx, inputs, output", True, True),
+        ("ctx, inputs, keyword_only_inputs, output", False, True),  # no keyword_only_inputs is passed
+        ("ctx, inp, out", False, True),
+        ("ctx, /, inputs, output", False, True),  # ctx cannot be passed by keyword
+        ("*args", False, True),
+    ],
+)
+def test_setup_context_names_against_the_keyword_call(parameters: str, keyword_only: bool, reported: bool) -> None:
+    signature = "x: Tensor, *, alpha: float" if keyword_only else "x: Tensor, alpha: float"
+    source = f'''
+import torch
+from torch import Tensor
+
+
+@torch.library.custom_op("demo::scale", mutates_args=())
+def scale({signature}) -> Tensor:
+    return x * 2
+
+
+def scale_setup({parameters}):
+    pass
+
+
+def scale_backward(ctx, grad):
+    return (grad * 2,) + ((None,) if {not keyword_only} else ())
+
+
+scale.register_autograd(scale_backward, setup_context=scale_setup)
+'''
+    codes = [finding.code for finding in lint(source, preview=True)]
+    assert ("AGF128" in codes) is reported, codes

@@ -109,13 +109,17 @@ def keyword_mismatch(node: cst.FunctionDef, arguments: Sequence[str]) -> Optiona
     """``node`` cannot be called with the keyword arguments ``arguments`` and nothing else, as
     torch.library calls an operator's setup_context (the names, not the order, must match)."""
     signature = Signature.of(node)
-    positional_only = {param.name for param in node.params.posonly_params}
+    positional_only = {param.name.value for param in node.params.posonly_params}
     everyone = signature.positional + signature.keyword_only
     by_keyword = {param.name for param in everyone} - positional_only
     reason: Optional[str] = None
     unexpected = [name for name in arguments if name not in by_keyword]
     if unexpected and signature.kwarg is None:
-        reason = f"got an unexpected keyword argument '{unexpected[0]}'"
+        name = unexpected[0]
+        reason = (
+            f"takes '{name}' positional-only, but it is passed by keyword" if name in positional_only
+            else f"got an unexpected keyword argument '{name}'"
+        )
     else:
         passed = by_keyword & set(arguments)
         missing = [param.name for param in everyone if not param.has_default and param.name not in passed]

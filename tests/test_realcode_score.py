@@ -310,3 +310,56 @@ def test_codes_newer_than_the_labels_are_counted_apart_not_scored() -> None:
     rows = tables(result.stdout)["dev"]
     assert ("AGF122", "preview") not in rows
     assert rows[("total", "preview")][:3] == ["4", "4", "3"]
+
+
+OP_MODULE = '''import torch
+
+
+@torch.library.custom_op("fixture::double", mutates_args=())
+def double(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+def double_backward(ctx, grad):
+    return grad * 2
+
+
+double.register_autograd(double_backward)
+'''
+
+OP_LABEL = '''
+[[class]]
+kind = "op"
+project = "alpha"
+path = "ops_custom.py"
+line = 5
+name = "double"
+labeller = "fixture-a"
+violations = [ { code = "AGF133", line = 6, reason = "a label the linter will not find: counted as missed" } ]
+
+[[class]]
+kind = "op"
+project = "alpha"
+path = "ops_custom.py"
+line = 9
+name = "double_backward"
+labeller = "fixture-a"
+violations = []
+'''
+
+
+def test_custom_ops_are_labelled_by_their_def_and_binding(tmp_path: Path) -> None:
+    data = fixture_copy(tmp_path)
+    cache = tmp_path / "cache"
+    shutil.copytree(FIXTURE / "cache", cache)
+    (cache / "alpha" / "ops_custom.py").write_text(OP_MODULE, encoding="utf-8")
+    labels = data / "labels" / "alpha.toml"
+    labels.write_text(labels.read_text(encoding="utf-8") + OP_LABEL, encoding="utf-8")
+    result = score("--split", "dev", "--preview", data=data, cache=cache)
+    assert result.returncode == 0, result.stderr
+    assert "missing: alpha/ops_custom.py:9 double_backward: no custom op double_backward defined at line 9" in (
+        result.stdout
+    )
+    assert "alpha/ops_custom.py:5 double" not in result.stdout.split("disagreements:")[0]  # found, not missing
+    row = tables(result.stdout)["dev"][("AGF133", "preview")]
+    assert row[:5] == ["1", "0", "0", "0", "1"]

@@ -30,7 +30,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,6 +51,8 @@ except ImportError:  # a checkout without the package installed
     sys.path.insert(0, str(HERE.parent.parent / "src"))
 
 from flake8_autograd.command.runner import CheckOptions, Report, SourceError, check_file, decode_lines  # noqa: E402
+from flake8_autograd.engine.custom_ops import CustomOpDiscovery  # noqa: E402
+from flake8_autograd.engine.discovery import Discovery  # noqa: E402
 from flake8_autograd.rules import MESSAGES, RULES  # noqa: E402
 
 DEFAULT_CODES = frozenset(rule.code for rule in RULES)
@@ -59,6 +61,13 @@ DEFAULT_CODES = frozenset(rule.code for rule in RULES)
 LABELLED_CODES = frozenset(
     [f"AGF00{number}" for number in range(1, 6)] + [f"AGF{number}" for number in range(101, 117)]
 )
+# What the labels of custom ops (``kind = "op"``) cover: the Function codes that carry over to a
+# register_autograd registration, and the operator's own codes.
+OP_LABELLED_CODES = frozenset(
+    ["AGF003", "AGF004", "AGF005", "AGF110", "AGF116", "AGF117", "AGF122", "AGF124", "AGF128"]
+    + [f"AGF{number}" for number in range(101, 108)] + [f"AGF{number}" for number in range(131, 135)]
+)
+LABEL_KINDS = ("class", "op")
 # Every rule runs; which codes are shown is decided afterwards.
 ALL_RULES = CheckOptions(preview=True)
 
@@ -88,6 +97,11 @@ class LabelledClass:
     name: str
     labeller: str
     violations: Tuple[Violation, ...]
+    kind: str = "class"  # "op": a custom op at its implementation's def, named by the name the op is bound to
+
+    @property
+    def labelled_codes(self) -> FrozenSet[str]:
+        return OP_LABELLED_CODES if self.kind == "op" else LABELLED_CODES
 
     @property
     def where(self) -> str:
@@ -235,6 +249,7 @@ def _load_labels(path: Path, projects: Mapping[str, Project]) -> List[LabelledCl
                 line=_number(table, "line", where),
                 name=_text(table, "name", where),
                 labeller=_text(table, "labeller", where),
+                kind=_text(table, "kind", where, LABEL_KINDS) if "kind" in table else "class",
                 violations=tuple(
                     Violation(
                         _code(item, f"{where} violation #{number}"),
@@ -353,6 +368,8 @@ class _CheckedFile:
 
     reports: Tuple[Report, ...] = ()
     spans: Dict[Tuple[int, str], Tuple[int, int]] = field(default_factory=dict)
+    # Each custom op's parts (its def, backward, setup_context, fakes, registration calls), by (def line, name).
+    op_spans: Dict[Tuple[int, str], List[Tuple[int, int]]] = field(default_factory=dict)
     problem: Optional[str] = None
 
 
@@ -372,7 +389,24 @@ def _check(path: Path) -> _CheckedFile:
             # A finding on a class decorator belongs to the class too.
             start = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
             spans[(node.lineno, node.name)] = (start, node.end_lineno or node.lineno)
-    return _CheckedFile(outcome.reports, spans)
+    return _CheckedFile(outcome.reports, spans, _op_spans(tree, str(path)))
+
+
+def _op_spans(tree: ast.Module, filename: str) -> Dict[Tuple[int, str], List[Tuple[int, int]]]:
+    found: Dict[Tuple[int, str], List[Tuple[int, int]]] = {}
+    for op in CustomOpDiscovery(tree, Discovery(tree, filename).imports).ops:
+        parts: List[ast.AST] = [op.function, *op.fakes]
+        for registration in op.registrations:
+            functions = (registration.backward, registration.setup_context)
+            parts += [registration.call, *(function for function in functions if function is not None)]
+        found[(op.function.lineno, op.binding)] = [_span(part) for part in parts]
+    return found
+
+
+def _span(node: ast.AST) -> Tuple[int, int]:
+    decorators = getattr(node, "decorator_list", [])
+    start = min([getattr(node, "lineno", 1)] + [decorator.lineno for decorator in decorators])
+    return start, getattr(node, "end_lineno", None) or start
 
 
 def score_split(benchmark: Benchmark, split: str, cache: Path, preview: bool) -> SplitScore:
@@ -389,27 +423,40 @@ def score_split(benchmark: Benchmark, split: str, cache: Path, preview: bool) ->
     for (project, relative), labels in by_file.items():
         checked = _check(cache / project / relative)
         spans: Dict[LabelledClass, Tuple[int, int]] = {}
+        op_parts: Dict[LabelledClass, List[Tuple[int, int]]] = {}
         for label in labels:
-            span = checked.spans.get((label.line, label.name))
+            key = (label.line, label.name)
             if checked.problem:
                 score.missing.append((label, checked.problem))
-            elif span is None:
-                score.missing.append((label, f"no class {label.name} at line {label.line}"))
+            elif label.kind == "op":
+                if key in checked.op_spans:
+                    op_parts[label] = checked.op_spans[key]
+                else:
+                    score.missing.append((label, f"no custom op {label.name} defined at line {label.line}"))
+            elif key in checked.spans:
+                spans[label] = checked.spans[key]
             else:
-                spans[label] = span
-        found: Dict[LabelledClass, List[Report]] = {label: [] for label in spans}
+                score.missing.append((label, f"no class {label.name} at line {label.line}"))
+        found: Dict[LabelledClass, List[Report]] = {label: [] for label in [*spans, *op_parts]}
         for report in checked.reports:
             holders = [label for label, (start, end) in spans.items() if start <= report.line <= end]
             if holders:  # the innermost labelled class holds the finding
                 found[min(holders, key=lambda label: spans[label][1] - spans[label][0])].append(report)
+                continue
+            ops = [
+                label for label, parts in op_parts.items() if any(start <= report.line <= end for start, end in parts)
+            ]
+            if ops:  # a part of a labelled op (a backward shared by two ops counts for the first)
+                found[ops[0]].append(report)
             else:  # a use of the class elsewhere in the module (AGF111 `Fn()`): the class its message names
                 owner = _named_owner(report, labels, spans, checked.spans)
                 if owner is not None:
                     found[owner].append(report)
         for label, reports in found.items():
             shown_reports = [report for report in reports if shown(report.code)]
-            score.unlabelled.update(report.code for report in shown_reports if report.code not in LABELLED_CODES)
-            _tally_class(score, label, [report for report in shown_reports if report.code in LABELLED_CODES], shown)
+            covered = label.labelled_codes
+            score.unlabelled.update(report.code for report in shown_reports if report.code not in covered)
+            _tally_class(score, label, [report for report in shown_reports if report.code in covered], shown)
     sides: Dict[Tuple[str, str, int, str], str] = {}
     for adjudication in benchmark.adjudications:
         if benchmark.in_split(adjudication.project, split):

@@ -51,7 +51,8 @@ class FunctionsSegment:
     """Some top-level defs of one file, parsed together with libcst; positions map back to the file.
 
     Stands where a class's :class:`.source.Segment` does for the rules (``position``, ``lines``). The
-    defs' lines are joined in file order; each line of that text remembers its file line.
+    defs' lines are joined in file order; each line of that text remembers its file line. No repair
+    (``--fix``) is offered on it: the fix locator maps the contiguous lines of a class, which it is not.
     """
 
     def __init__(self, module: cst.Module, file_lines: List[int], lines: Sequence[str], fallback: Position) -> None:

@@ -7,6 +7,7 @@ again. These tests hold that answer to ``walk_scope`` itself, node by node, over
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Iterator, List
 
@@ -92,3 +93,14 @@ def test_spans_take_no_stack_on_deep_code(depth: int) -> None:
     assert isinstance(function, cst.FunctionDef)
     nodes, ends = walk_scope_spans(function.body)
     assert ends[0] == len(nodes)  # the one line holds everything
+
+
+def test_module_node_list_is_ast_walk_in_order() -> None:
+    from flake8_autograd.engine.analysis import _ast_nodes
+
+    for path in sorted(FIXTURES.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        walked = list(ast.walk(tree))
+        listed = _ast_nodes(tree)
+        assert len(listed) == len(walked)
+        assert all(mine is theirs for mine, theirs in zip(listed, walked))

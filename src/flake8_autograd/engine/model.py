@@ -13,7 +13,7 @@ import libcst as cst
 
 from .discovery import MAX_LOCAL_DEPTH, ClassSite
 from .source import Segment
-from .walk import SCOPE_NODES, cst_dotted, walk, walk_scope, walk_scope_spans
+from .walk import SCOPE_NODES, children, cst_dotted, walk, walk_scope, walk_scope_spans
 
 # The methods of the autograd contract, in the order a reader expects them.
 CONTRACT_METHODS = ("forward", "setup_context", "backward", "vjp", "jvp", "vmap")
@@ -216,6 +216,7 @@ class Method:
         self._subtree_ends: List[int] = []  # the nodes below body_nodes()[i] end at _subtree_ends[i]
         self._order: Optional[Dict[int, int]] = None  # id of a body node -> its place in body_nodes()
         self._name_counts: Optional[Counter[str]] = None
+        self._whole_body: Optional[Tuple[cst.CSTNode, ...]] = None
         self._places_by_type: Optional[Dict[type, List[int]]] = None
         self._derived: Dict[Callable[["Method"], Any], Any] = {}
 
@@ -267,13 +268,24 @@ class Method:
         """The names ``node`` is or holds, in its own scope (``walk_scope``)."""
         return frozenset(each.value for each in (node, *self.below(node)) if type(each) is cst.Name)
 
+    def whole_body(self) -> Tuple[cst.CSTNode, ...]:
+        """Every node below the body as ``walk`` yields them: nested scopes and code after a ``return``
+        included (:meth:`body_nodes` leaves both out)."""
+        if self._whole_body is None:
+            self._whole_body = tuple(walk(self.node.body)) if self.node is not None else ()
+        return self._whole_body
+
     def name_count(self, name: str) -> int:
         """How many Name nodes of the whole ``def`` spell ``name``: parameters, decorators, nested
         functions and attribute names included (one walk for every name asked)."""
         if self._name_counts is None:
-            self._name_counts = Counter(
-                each.value for each in (walk(self.node) if self.node is not None else ()) if type(each) is cst.Name
-            )
+            counts: Counter[str] = Counter()
+            if self.node is not None:
+                outside = [each for each in children(self.node) if each is not self.node.body]
+                for node in (*outside, *(inner for each in outside for inner in walk(each)), *self.whole_body()):
+                    if type(node) is cst.Name:
+                        counts[node.value] += 1
+            self._name_counts = counts
         return self._name_counts[name]
 
     def derived(self, compute: Callable[["Method"], _Derived]) -> _Derived:

@@ -20,7 +20,7 @@ import libcst as cst
 from .model import ClassModel, Method
 from .saved_paths import ctx_used_only_directly, returns_a_value
 from .tensors import Kind, TensorInference
-from .walk import fingerprint, walk
+from .walk import fingerprint
 
 # The methods autograd calls with the ctx that forward (or setup_context) filled. jvp sees only what
 # ``save_for_forward`` kept, but a read there is counted too: it shows an intent to use the slot.
@@ -175,14 +175,14 @@ def _names_mentioned(reader: Method, skipped: Set[int]) -> Set[str]:
 def _variable_names(reader: Method) -> Tuple[cst.Name, ...]:
     """The Name nodes of ``reader``'s body (nested scopes included) that stand for a variable, not an
     attribute or a keyword; one walk, however many unpackings ask. Ask ``reader.derived`` for it."""
-    assert reader.node is not None
     not_variables: Set[int] = set()
     names: List[cst.Name] = []
-    for node in walk(reader.node.body):
-        if isinstance(node, cst.Attribute):
-            not_variables.add(id(node.attr))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
-            not_variables.add(id(node.keyword))
-        elif isinstance(node, cst.Name) and id(node) not in not_variables:
-            names.append(node)
+    for node in reader.whole_body():
+        kind = type(node)  # a parsed tree holds only these concrete classes: no isinstance through libcst's ABCs
+        if kind is cst.Attribute:
+            not_variables.add(id(node.attr))  # type: ignore[attr-defined]
+        elif kind is cst.Arg and node.keyword is not None:  # type: ignore[attr-defined]
+            not_variables.add(id(node.keyword))  # type: ignore[attr-defined]
+        elif kind is cst.Name and id(node) not in not_variables:
+            names.append(node)  # type: ignore[arg-type]
     return tuple(names)

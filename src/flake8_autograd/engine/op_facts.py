@@ -380,3 +380,176 @@ class AliasFinder:
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+# --- the schema custom_op infers from an op's annotations ---------------------------------------------------
+#
+# An annotation is read as a small type term: a name ("Tensor", "int", "list", ...) or a generic
+# (head, arguments), with unions flattened to ("Union", members). Only names resolved through the import
+# table to typing, collections.abc or torch, or builtins the module never rebinds, are read; anything else
+# is unknown (None), so a user's class (it may be a registered opaque type) is never judged.
+
+TypeTerm = Union[str, Tuple[str, Tuple["TypeTerm", ...]]]
+
+_TYPING_NAMES = {
+    "typing.List": "list", "typing.Dict": "dict", "typing.Tuple": "tuple", "typing.Set": "set",
+    "typing.FrozenSet": "frozenset", "typing.Sequence": "Sequence", "collections.abc.Sequence": "Sequence",
+    "typing.Mapping": "Mapping", "collections.abc.Mapping": "Mapping", "typing.Any": "Any",
+    "typing.Optional": "Optional", "typing.Union": "Union", "torch.Tensor": "Tensor",
+    "torch.types.Number": "Number", "torch.dtype": "dtype", "torch.device": "device", "torch.SymInt": "SymInt",
+    "torch.SymFloat": "SymFloat", "torch.SymBool": "SymBool",
+}
+_BUILTIN_TYPES = frozenset({
+    "list", "dict", "tuple", "set", "frozenset", "str", "int", "float", "bool", "bytes", "complex", "object",
+})
+_GENERIC_HEADS = frozenset({"list", "dict", "tuple", "set", "frozenset", "Sequence", "Mapping"})
+_NUMBER_MEMBERS = frozenset({"int", "float", "bool"})
+
+
+def module_bound_names(tree: ast.Module) -> Set[str]:
+    """Every name the module binds anywhere (a superset of its globals): a builtin type name among them
+    may not be the builtin."""
+    names: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+    return names
+
+
+class AnnotationReader:
+    """Reads annotations as PyTorch's ``infer_schema`` evaluates them (a string annotation is evaluated in
+    the module's globals, so it reads the same as the expression)."""
+
+    def __init__(self, imports: ImportTable, bound: Set[str]) -> None:
+        self.imports = imports
+        self.bound = bound
+
+    def term(self, node: ast.expr, depth: int = 0) -> Optional[TypeTerm]:
+        if depth > 8:
+            return None
+        if isinstance(node, ast.Constant):
+            if node.value is None:
+                return "None"
+            if node.value is Ellipsis:
+                return "..."
+            if isinstance(node.value, str):
+                try:
+                    return self.term(ast.parse(node.value, mode="eval").body, depth + 1)
+                except SyntaxError:
+                    return None
+            return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return self._union([node.left, node.right], depth)
+        if isinstance(node, ast.Subscript):
+            head = self._name(node.value)
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if head == "Optional" and len(items) == 1:
+                return self._union([items[0], ast.Constant(None)], depth)
+            if head == "Union":
+                return self._union(items, depth)
+            if head not in _GENERIC_HEADS:
+                return None
+            arguments = [self.term(item, depth + 1) for item in items]
+            if any(argument is None for argument in arguments):
+                return None
+            return (head, tuple(argument for argument in arguments if argument is not None))
+        if self._is_bare_typing_tuple(node):
+            return None  # ``typing.Tuple`` alone has tuple as its origin and no arguments: read as ``()``
+        name = self._name(node)
+        return None if name in ("Optional", "Union") else name
+
+    def _is_bare_typing_tuple(self, node: ast.expr) -> bool:
+        dotted = ast_dotted(node)
+        return dotted is not None and self.imports.resolve_dotted(dotted) == "typing.Tuple"
+
+    def _name(self, node: ast.expr) -> Optional[str]:
+        dotted = ast_dotted(node)
+        if dotted is None:
+            return None
+        resolved = self.imports.resolve_dotted(dotted)
+        if resolved is not None:
+            return _TYPING_NAMES.get(resolved)
+        if dotted in _BUILTIN_TYPES and dotted not in self.bound:
+            return dotted
+        return None
+
+    def _union(self, items: List[ast.expr], depth: int) -> Optional[TypeTerm]:
+        members: Set[TypeTerm] = set()
+        for item in items:
+            member = self.term(item, depth + 1)
+            if member is None:
+                return None
+            if isinstance(member, tuple) and member[0] == "Union":
+                members.update(member[1])
+            else:
+                members.add(member)
+        if _NUMBER_MEMBERS <= members and members - _NUMBER_MEMBERS <= {"None"}:
+            members = (members - _NUMBER_MEMBERS) | {"Number"}  # torch.types.Number is int | float | bool
+        if len(members) == 1:
+            return next(iter(members))
+        return ("Union", tuple(sorted(members, key=repr)))
+
+
+# infer_schema's parameter table (torch 2.13 ``get_supported_param_types``): each base type, whether it
+# has a list form (``T[]``), a list-of-optionals form (``T?[]``) and an optional-list form (``T[]?``).
+_PARAMETER_BASES: Dict[str, Tuple[bool, bool, bool]] = {
+    "Tensor": (True, True, False), "int": (True, False, True), "float": (True, False, True),
+    "bool": (True, False, True), "str": (False, False, False), "Number": (True, False, False),
+    "dtype": (False, False, False), "device": (False, False, False),
+}
+_SEQUENCE_HEADS = frozenset({"list", "Sequence"})
+# The return table (``SUPPORTED_RETURN_TYPES``): a tuple of these too; ``None`` for no output.
+_RETURN_BASES = frozenset({"Tensor", "int", "float", "bool", "Number"})
+
+
+def _optional(term: TypeTerm) -> Optional[TypeTerm]:
+    """``X`` for the term of ``Optional[X]``."""
+    if isinstance(term, tuple) and term[0] == "Union" and "None" in term[1] and len(term[1]) == 2:
+        return next(member for member in term[1] if member != "None")
+    return None
+
+
+def _sequence_of(term: TypeTerm) -> Optional[TypeTerm]:
+    if isinstance(term, tuple) and term[0] in _SEQUENCE_HEADS and len(term[1]) == 1:
+        return term[1][0]
+    return None
+
+
+def parameter_type_supported(term: TypeTerm) -> bool:
+    """Whether infer_schema has a schema type for a parameter annotated ``term``."""
+    if isinstance(term, str) and term in _PARAMETER_BASES:
+        return True
+    inner = _optional(term)
+    if inner is not None:
+        if isinstance(inner, str) and inner in _PARAMETER_BASES:
+            return True
+        element = _sequence_of(inner)
+        return isinstance(element, str) and _PARAMETER_BASES.get(element, (False, False, False))[2]
+    element = _sequence_of(term)
+    if element is None:
+        return False
+    if isinstance(element, str):
+        return _PARAMETER_BASES.get(element, (False, False, False))[0]
+    element_inner = _optional(element)
+    return isinstance(element_inner, str) and _PARAMETER_BASES.get(element_inner, (False, False, False))[1]
+
+
+def return_type_supported(term: TypeTerm) -> bool:
+    """Whether infer_schema can read a return annotated ``term`` (``typing.Tuple`` bare is read as ``()``)."""
+    if term == "None" or term in _RETURN_BASES:
+        return True
+    if isinstance(term, tuple) and term[0] == "tuple":
+        return all(_single_return(element) for element in term[1])
+    return _single_return(term)
+
+
+def _single_return(term: TypeTerm) -> bool:
+    return term in _RETURN_BASES or (isinstance(term, tuple) and term[0] == "list" and term[1] == ("Tensor",))

@@ -43,6 +43,7 @@ from .agf131_fake_signature import FakeSignatureRule
 from .agf132_undeclared_mutation import UndeclaredMutationRule
 from .agf133_returns_input import ReturnsInputRule
 from .agf134_untraceable_autograd import UntraceableAutogradRule
+from .agf135_op_schema import OpSchemaRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -93,6 +94,7 @@ PREVIEW_RULES: List[Rule] = [
     UndeclaredMutationRule(),
     ReturnsInputRule(),
     UntraceableAutogradRule(),
+    OpSchemaRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

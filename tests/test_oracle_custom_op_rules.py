@@ -8,7 +8,8 @@
   arguments raises at registration.
 - AGF133: an op returning an argument or a view of one raises at every call.
 - AGF134: data_ptr() in setup_context or backward raises under torch.compile; a global written or read
-  there is frozen at trace time (written once, read once) under torch.compile.
+  there is frozen at trace time (written once, read once) under torch.compile, and so is a module-level
+  ContextVar or threading.local read or written there (no graph break: the value seen while tracing stays).
 Every silent case runs.
 """
 
@@ -259,6 +260,7 @@ def test_agf134_global_written_in_setup_context_runs_in_eager() -> None:
 
 SILENT_134: List[Tuple[str, Tuple[Any, ...]]] = [
     ("safe_log", ()), ("mean_all", ()), ("checked_copy", ()), ("scaled", (2.0,)), ("scaled_by", (2.0,)),
+    ("local_var", ()), ("forward_gain", ()), ("looked_up", ()),
 ]
 
 
@@ -270,3 +272,65 @@ def test_agf134_silent_pairs_compile_and_match_eager(name: str, extra: Tuple[Any
     torch._dynamo.reset()
     assert torch.allclose(_gradient(op, x, True, *extra), eager)
     assert "AGF134" not in _op_codes("agf134", name)
+
+
+def _compiled_grads(
+    op: Any, set_value: Callable[[float], None], values: Tuple[float, ...], compiled: bool
+) -> List[float]:
+    torch._dynamo.reset()
+    function = lambda a: op(a).sum()  # noqa: E731
+    if compiled:
+        function = torch.compile(function, backend="aot_eager", fullgraph=True)
+    grads = []
+    for value in values:
+        set_value(value)
+        x = torch.ones(3, requires_grad=True)
+        function(x).backward()
+        grads.append(float(x.grad[0]))
+    return grads
+
+
+def test_agf134_context_var_read_in_setup_context_is_frozen_under_compile() -> None:
+    module = fixture_module("agf134")
+    assert _compiled_grads(module.gained, module.GRAD_GAIN.set, (1.0, 5.0), compiled=False) == [3.0, 15.0]
+    assert _compiled_grads(module.gained, module.GRAD_GAIN.set, (1.0, 5.0), compiled=True) == [3.0, 3.0]
+
+
+def test_agf134_thread_local_read_in_backward_is_frozen_under_compile() -> None:
+    module = fixture_module("agf134")
+    set_scale = lambda value: setattr(module.STEP_STATE, "scale", value)  # noqa: E731
+    assert _compiled_grads(module.stepped, set_scale, (1.0, 5.0), compiled=False) == [4.0, 20.0]
+    assert _compiled_grads(module.stepped, set_scale, (1.0, 5.0), compiled=True) == [4.0, 4.0]
+
+
+def test_agf134_context_var_set_in_backward_runs_at_trace_only() -> None:
+    module = fixture_module("agf134")
+    for compiled, expected in ((False, 3), (True, 1)):
+        module.BACKWARD_RUNS.set(0)
+        _compiled_grads(module.counted, lambda value: None, (1.0, 1.0, 1.0), compiled)
+        assert module.BACKWARD_RUNS.get() == expected
+
+
+def test_agf134_thread_local_written_in_setup_context_only_while_tracing() -> None:
+    module = fixture_module("agf134")
+    for compiled, expected in ((False, (3,)), (True, None)):
+        torch._dynamo.reset()
+        function = lambda a: module.recorded(a).sum()  # noqa: E731
+        if compiled:
+            function = torch.compile(function, backend="aot_eager", fullgraph=True)
+        function(torch.ones(3, requires_grad=True)).backward()  # traced here when compiled
+        del module.STEP_STATE.last_shape
+        function(torch.ones(3, requires_grad=True)).backward()
+        assert getattr(module.STEP_STATE, "last_shape", None) == expected
+
+
+def test_agf134_context_var_in_the_op_body_follows_every_call_under_compile() -> None:
+    module = fixture_module("agf134")
+    torch._dynamo.reset()
+    function = torch.compile(lambda a: module.forward_gain(a), backend="aot_eager", fullgraph=True)
+    outputs = []
+    for gain in (1.0, 5.0):
+        module.FORWARD_GAIN.set(gain)
+        outputs.append(float(function(torch.ones(3))[0]))
+    module.FORWARD_GAIN.set(1.0)
+    assert outputs == [1.0, 5.0]

@@ -553,3 +553,100 @@ def return_type_supported(term: TypeTerm) -> bool:
 
 def _single_return(term: TypeTerm) -> bool:
     return term in _RETURN_BASES or (isinstance(term, tuple) and term[0] == "list" and term[1] == ("Tensor",))
+
+
+# --- per-context state held at module level ----------------------------------------------------------------
+
+# Constructors of module-level objects that hold state between calls (the value changes, the name does not).
+STATE_HOLDER_FACTORIES = {"contextvars.ContextVar": "ContextVar", "threading.local": "threading.local"}
+# A ContextVar is read and written through these methods.
+CONTEXT_VAR_METHODS = frozenset({"get", "set", "reset"})
+# Builtins that read or write an attribute of the object they are given.
+ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
+
+
+def module_state_holders(tree: ast.Module, imports: ImportTable) -> Dict[str, str]:
+    """Module-level names bound once, to ``contextvars.ContextVar(...)`` or ``threading.local()``, each with
+    its kind ("ContextVar" or "threading.local"). A name a function rebinds (``global``) is left out."""
+    counts: Dict[str, int] = {}
+    holders: Dict[str, str] = {}
+    for node in _module_level_statements(tree.body):
+        targets: List[ast.expr] = []
+        value: Optional[ast.expr] = None
+        if isinstance(node, ast.Assign):
+            targets, value = list(node.targets), node.value
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets, value = [node.target], node.value if isinstance(node, ast.AnnAssign) else None
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [
+                item.optional_vars for item in node.items if item.optional_vars is not None
+            ]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            counts[node.name] = counts.get(node.name, 0) + 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                name = (alias.asname or alias.name).split(".")[0]
+                counts[name] = counts.get(name, 0) + 1
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):  # not ``state.attr = ...``
+                    counts[sub.id] = counts.get(sub.id, 0) + 1
+        if len(targets) == 1 and isinstance(targets[0], ast.Name) and isinstance(value, ast.Call):
+            dotted = ast_dotted(value.func)
+            kind = STATE_HOLDER_FACTORIES.get(imports.resolve_dotted(dotted) or "") if dotted else None
+            if kind is not None:
+                holders[targets[0].id] = kind
+    rebound = globals_assigned_in_functions(tree)
+    return {name: kind for name, kind in holders.items() if counts.get(name) == 1 and name not in rebound}
+
+
+def _module_level_statements(statements: List[ast.stmt]) -> Iterator[ast.stmt]:
+    """The module's statements at any depth of ``if`` / ``try`` / ``with`` / loops, not inside defs."""
+    pending = list(reversed(statements))
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for block_name in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(node, block_name, None)
+            if isinstance(block, list):
+                pending.extend(reversed(block))
+
+
+@dataclass(frozen=True)
+class StateUse:
+    """Where a function reads or writes a module-level state holder."""
+
+    name: str
+    kind: str
+    node: ast.AST
+    written: bool
+    use: str  # as written: ``var.get()``, ``state.step``, ``getattr(state, ...)``
+
+
+def state_holder_uses(function: AnyFunction, holders: Dict[str, str], local: Set[str]) -> List[StateUse]:
+    """The reads and writes of ``holders`` in ``function``'s own scope (names in ``local`` are the
+    function's own): ``var.get()`` / ``var.set(v)`` / ``var.reset(token)`` on a ContextVar, attribute loads
+    and stores (and getattr / setattr) on a threading.local."""
+    uses: List[StateUse] = []
+    for node in own_scope(function):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            name = node.value.id
+            kind = holders.get(name)
+            if kind is None or name in local:
+                continue
+            if kind == "ContextVar" and node.attr in CONTEXT_VAR_METHODS:
+                uses.append(StateUse(name, kind, node, node.attr != "get", f"{name}.{node.attr}()"))
+            elif kind == "threading.local":
+                written = isinstance(node.ctx, (ast.Store, ast.Del))
+                uses.append(StateUse(name, kind, node, written, f"{name}.{node.attr}"))
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_FUNCTIONS
+            and node.args and isinstance(node.args[0], ast.Name)
+        ):
+            name = node.args[0].id
+            if holders.get(name) == "threading.local" and name not in local:
+                written = node.func.id in ("setattr", "delattr")
+                uses.append(StateUse(name, "threading.local", node, written, f"{node.func.id}({name}, ...)"))
+    return sorted(uses, key=lambda use: _position(use.node))

@@ -1,11 +1,14 @@
-"""AGF134: a register_autograd backward or setup_context reads ``data_ptr()`` or global state."""
+"""AGF134: a register_autograd backward or setup_context reads ``data_ptr()`` or global state (a global a
+function assigns, or a module-level ContextVar / threading.local)."""
 
 from __future__ import annotations
 
 import ast
 from typing import TYPE_CHECKING, Dict, Iterator, List, Set, Tuple
 
-from ..engine.op_facts import global_writes, globals_assigned_in_functions, own_scope, rebound_names
+from ..engine.op_facts import (
+    global_writes, globals_assigned_in_functions, module_state_holders, own_scope, rebound_names, state_holder_uses,
+)
 from .base import Finding, OpRule
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,6 +32,16 @@ class UntraceableAutogradRule(OpRule):
         "{role} {function} of op {op} reads the global '{name}', which {writer} assigns: under "
         "torch.compile its value when the graph was traced is kept for every later call; pass it to the "
         "op as an argument and keep it on ctx"
+    )
+    state_read_message = (
+        "{role} {function} of op {op} reads the module's {kind} '{name}' ({use}): under torch.compile it runs "
+        "when the graph is traced, and the value it read then is kept for every later call; pass the value to "
+        "the op as an argument and keep it on ctx"
+    )
+    state_write_message = (
+        "{role} {function} of op {op} writes the module's {kind} '{name}' ({use}): under torch.compile it runs "
+        "only while the graph is traced, not at every call, so the write does not follow the calls; keep "
+        "per-call state on ctx"
     )
     invalid = (
         """
@@ -70,6 +83,7 @@ class UntraceableAutogradRule(OpRule):
         if not functions:
             return
         mutable_globals = globals_assigned_in_functions(analysis.tree)
+        holders = module_state_holders(analysis.tree, analysis.discovery.imports)
         for role, function in functions:
             fields = {"role": role, "function": f"'{function.name}'", "op": f"'{op.name}'"}
             for node in _data_ptr_calls(function):
@@ -80,6 +94,12 @@ class UntraceableAutogradRule(OpRule):
             local = rebound_names(function) | _parameters(function)
             for name, (read, writer) in _global_reads(function, mutable_globals, local).items():
                 yield self.report_at(read, self.global_read_message, name=name, writer=writer, **fields)
+            reported: Set[str] = set()
+            for use in state_holder_uses(function, holders, local):
+                if use.name not in reported:  # the first use of each holder in the function
+                    reported.add(use.name)
+                    template = self.state_write_message if use.written else self.state_read_message
+                    yield self.report_at(use.node, template, name=use.name, kind=use.kind, use=use.use, **fields)
 
 
 def _data_ptr_calls(function: ast.FunctionDef) -> List[ast.Call]:

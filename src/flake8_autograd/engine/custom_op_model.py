@@ -172,6 +172,7 @@ class CustomOpModel(ClassModel):
         self.class_attributes = {}
         self.class_attribute_statements = {}
         self.own_methods = {role: OpFunction(role, self, node) for role, node in nodes.items()}
+        _untype_tensor_lists(self.own_methods["forward"], op.function)
         self._mro = None
         self._forward_inputs = None
         self.keyword_only = [param.arg for param in op.function.args.kwonlyargs]
@@ -193,6 +194,29 @@ class CustomOpModel(ClassModel):
         if forward is None or forward.signature is None or forward.signature.vararg is not None:
             return None
         return ForwardInputs(list(forward.signature.positional), True)  # PyTorch fills the defaults in
+
+
+def _untype_tensor_lists(forward: Method, function: ast.FunctionDef) -> None:
+    """Forget the annotation of each operator parameter that is a list of tensors (``list[Tensor]``,
+    ``Optional[List[Tensor]]``...): to a Function a list is not a tensor and takes no gradient, but an
+    operator's ``Tensor[]`` argument takes one (a list of tensors). Left unknown, it is neither."""
+    if forward.signature is None:
+        return
+    lists = {arg.arg for arg in function.args.posonlyargs + function.args.args if _is_tensor_list(arg.annotation)}
+    for param in forward.signature.positional:
+        if param.name in lists:
+            param.annotation = None
+
+
+def _is_tensor_list(annotation: Optional[ast.expr]) -> bool:
+    if isinstance(annotation, ast.Subscript):
+        base = _last_name(annotation.value)
+        if base == "Optional":
+            return _is_tensor_list(annotation.slice)
+        return base in ("list", "List", "Sequence") and _last_name(annotation.slice) == "Tensor"
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _is_tensor_list(annotation.left) or _is_tensor_list(annotation.right)
+    return False
 
 
 def _order_by_keyword(setup: Method, arguments: Sequence[str]) -> bool:

@@ -147,3 +147,30 @@ def test_an_op_with_a_second_decorator_is_left_alone() -> None:
         return x.clone()
     '''
     assert _ops(source) == {}
+
+
+def test_an_op_made_inside_a_module_level_block_is_found_unless_bound_twice() -> None:
+    source = '''
+    import torch
+
+    if hasattr(torch.library, "custom_op"):
+        @torch.library.custom_op("demo::norm", mutates_args=())
+        def norm(x: torch.Tensor) -> torch.Tensor:
+            return x / x.norm()
+
+        def norm_backward(ctx, grad):
+            return grad
+
+        norm.register_autograd(norm_backward)
+
+    try:
+        @torch.library.custom_op("demo::twice", mutates_args=())
+        def twice(x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+    except AttributeError:
+        def twice(x):
+            return x * 2
+    '''
+    ops = _ops(source)
+    assert sorted(ops) == ["norm"]  # twice is bound in both branches: which one is the op is not known
+    assert _registrations(ops["norm"]) == [("norm_backward", None, True)]

@@ -68,24 +68,26 @@ class CustomOpDiscovery:
     def __init__(self, tree: ast.Module, imports: ImportTable) -> None:
         self.imports = imports
         self.ops: List[CustomOpSite] = []
-        top_level = list(tree.body)
-        self._defs = _defined_once(top_level)
+        # Statements at module level, inside ``if``/``try``/``with`` blocks too (``if HAS_TRITON:``), not in
+        # functions or classes: where an operator and its registrations are made.
+        statements = [
+            node for node, place in iter_statements(tree.body) if not place.nested and isinstance(node, ast.stmt)
+        ]
+        bound = _binding_counts(statements)
+        self._defs = {
+            node.name: node for node in statements if isinstance(node, ast.FunctionDef) and bound.get(node.name) == 1
+        }
         by_binding: Dict[str, CustomOpSite] = {}
         by_qualname: Dict[str, CustomOpSite] = {}
-        for node in top_level:
+        for node in statements:
             site = self._op_of(node)
-            if site is not None:
+            if site is not None and bound.get(site.binding) == 1:  # bound twice: which op is meant is unknown
                 self.ops.append(site)
                 by_binding[site.binding] = site
                 if site.qualname is not None:
                     by_qualname[site.qualname] = site
-        if not self.ops:
-            return
-        # Registrations may sit anywhere a statement can (``if HAS_TRITON:`` blocks), not in functions.
-        for statement, place in iter_statements(top_level):
-            if place.nested:
-                continue
-            self._read_statement(statement, by_binding, by_qualname)
+        for node in statements if self.ops else ():
+            self._read_statement(node, by_binding, by_qualname)
 
     def _read_statement(
         self, node: ast.AST, by_binding: Dict[str, CustomOpSite], by_qualname: Dict[str, CustomOpSite]
@@ -210,19 +212,13 @@ def _argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]
     return call.args[position] if position < len(call.args) else None
 
 
-def _defined_once(statements: Sequence[ast.stmt]) -> Dict[str, ast.FunctionDef]:
-    """Top-level defs whose name nothing else at the top level binds."""
-    defs: Dict[str, ast.FunctionDef] = {}
+def _binding_counts(statements: Sequence[ast.stmt]) -> Dict[str, int]:
+    """How many times the module's own statements bind each name (a function's locals do not count)."""
     bound: Dict[str, int] = {}
-    for node, place in iter_statements(statements):
-        if place.nested:
-            continue  # a function's own locals do not rebind the module's names
+    for node in statements:
         for name in _bound_names(node):
             bound[name] = bound.get(name, 0) + 1
-    for node in statements:
-        if isinstance(node, ast.FunctionDef) and bound.get(node.name) == 1:
-            defs[node.name] = node
-    return defs
+    return bound
 
 
 def _bound_names(node: ast.AST) -> List[str]:

@@ -446,8 +446,9 @@ def score_split(benchmark: Benchmark, split: str, cache: Path, preview: bool) ->
             ops = [
                 label for label, parts in op_parts.items() if any(start <= report.line <= end for start, end in parts)
             ]
-            if ops:  # a part of a labelled op (a backward shared by two ops counts for the first)
-                found[ops[0]].append(report)
+            if ops:  # a part of a labelled op; a setup_context or backward shared by several ops is each one's
+                for label in ops:
+                    found[label].append(report)
             else:  # a use of the class elsewhere in the module (AGF111 `Fn()`): the class its message names
                 owner = _named_owner(report, labels, spans, checked.spans)
                 if owner is not None:

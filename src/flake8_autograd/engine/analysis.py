@@ -13,7 +13,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 import libcst as cst
 
 from ..conventions import CtxNames, TorchVersion
-from .counting import CountedReturn, counted_returns
+from .counting import CountedReturn, backward_never_runs, counted_returns
 from .discovery import ClassSite, Discovery
 from .grad_free import grad_free_arguments
 from .model import ClassModel, Method
@@ -99,6 +99,7 @@ class Analysis:
         # emptied class by class (forget), so that a checked class's libcst tree can be freed.
         self._inference: Dict[Tuple[Method, str], TensorInference] = {}
         self._returns: Dict[Method, List[CountedReturn]] = {}
+        self._backward_never_runs: Dict[ClassModel, bool] = {}
         self._allocating: Optional[FrozenSet[str]] = None
         # Facts across the module's functions and callers, read when first asked.
         self.module_facts = ModuleFacts(tree, discovery, self.apply_calls, lines)
@@ -118,8 +119,31 @@ class Analysis:
             self._returns[method] = found
         return found
 
+    def backward_never_runs(self, model: ClassModel) -> bool:
+        """:func:`.counting.backward_never_runs` of ``model``, worked out once for all the rules that ask.
+
+        Asked of forward's shared inference, whose step budget the rules asking before may have spent: an
+        answer the budget cut short is worked out again with a fresh budget, so that every rule reads the
+        one answer a fresh inference gives, whichever rules ran first.
+        """
+        found = self._backward_never_runs.get(model)
+        if found is None:
+            forward = model.method("forward")
+            if forward is None:
+                found = False
+            else:
+                shared = self.inference(forward)
+                cuts = shared.cuts
+                found = backward_never_runs(model, shared)
+                if shared.cuts != cuts:
+                    fresh = TensorInference(forward, forward.owner, self.imports, "forward", module=self.module_facts)
+                    found = backward_never_runs(model, fresh)
+            self._backward_never_runs[model] = found
+        return found
+
     def forget(self, model: ClassModel) -> None:
         """Drop what is cached for the methods of ``model``, a class no other class will look at again."""
+        self._backward_never_runs.pop(model, None)
         self._inference = {key: value for key, value in self._inference.items() if key[0].owner is not model}
         self._returns = {method: value for method, value in self._returns.items() if method.owner is not model}
 

@@ -302,6 +302,11 @@ class TensorInference:
         return self._reaching.value(node)
 
     # -- public --------------------------------------------------------------------------------
+    @property
+    def cuts(self) -> int:
+        """How often the step budget has cut an answer short so far (shared with forward's, for setup_context)."""
+        return self._budget.cuts
+
     def kind(self, node: cst.BaseExpression) -> Kind:
         found = self._kind(node)
         return Kind.UNKNOWN if found is None else found

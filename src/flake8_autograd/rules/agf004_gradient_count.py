@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.counting import CountedReturn, backward_never_runs, fall_off_mirrors_forward, slot_is_none
+from ..engine.counting import CountedReturn, fall_off_mirrors_forward, slot_is_none
 from ..engine.custom_op_model import is_custom_op
 from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs
 from ..engine.tensors import Kind, annotation_kind
@@ -88,7 +88,7 @@ class GradientCountRule(Rule):
         forward = model.method("forward")
         if inputs is None or forward is None:
             return
-        if backward_never_runs(model, analysis.inference(forward)):
+        if analysis.backward_never_runs(model):
             return  # no output can carry a gradient: autograd never calls backward
         for name in ("backward", "vjp"):
             method = model.method(name)

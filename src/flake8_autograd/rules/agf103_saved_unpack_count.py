@@ -7,7 +7,6 @@ from typing import Iterator, Optional, Set, Tuple
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.counting import backward_never_runs
 from ..engine.model import ClassModel
 from .base import Finding, Rule
 
@@ -57,7 +56,7 @@ class SavedUnpackCountRule(Rule):
             return
         saved = _saved_count(model)
         forward = model.method("forward")
-        if saved is None or forward is None or backward_never_runs(model, analysis.inference(forward)):
+        if saved is None or forward is None or analysis.backward_never_runs(model):
             return  # nothing saved to compare with, or autograd never calls backward
         saver_name, count = saved
         reported: Set[int] = set()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine.analysis import Analysis
-from ..engine.counting import backward_never_runs
 from ..engine.custom_op_model import op_output_count
 from ..engine.model import ClassModel
 from .base import Finding, Rule
@@ -57,7 +56,7 @@ class BackwardArityRule(Rule):
             if outputs is None:
                 return
             forward = model.method("forward")
-            if forward is not None and backward_never_runs(model, analysis.inference(forward)):
+            if forward is not None and analysis.backward_never_runs(model):
                 return  # autograd never calls backward, so its parameters are never filled
             grads = method.signature.positional[1:]
             required = sum(1 for param in grads if not param.has_default)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine.analysis import Analysis
-from ..engine.counting import backward_never_runs
 from ..engine.grad_mode import applied_only_without_grad
 from ..engine.model import ClassModel
 from .base import Finding, Rule
@@ -66,7 +65,7 @@ class BackwardPresenceRule(Rule):
             method = model.method(name)
             if method is not None and method.facts.ctx_calls.get("mark_non_differentiable"):
                 return  # outputs marked non-differentiable may never need a backward
-        if backward_never_runs(model, analysis.inference(forward)):
+        if analysis.backward_never_runs(model):
             return  # every output is an integer tensor, marked non-differentiable or not a tensor: no node
         if analysis.discovery.has_local_subclass(model.site):
             return  # a base whose subclasses supply backward

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine.analysis import Analysis
-from ..engine.counting import backward_never_runs
 from ..engine.model import ClassModel, Method
 from ..engine.saved_arguments import saving_method
 from ..engine.saved_paths import (
@@ -87,7 +86,7 @@ class SavedTensorsReadRule(Rule):
         if not readers:
             return
         forward = model.method("forward")
-        if forward is None or not returns_a_value(forward) or backward_never_runs(model, analysis.inference(forward)):
+        if forward is None or not returns_a_value(forward) or analysis.backward_never_runs(model):
             return  # no output a gradient can flow through: backward never runs as written
         for reader in readers:
             yield from self._unsaved(model, reader)

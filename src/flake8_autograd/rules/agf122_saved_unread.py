@@ -7,7 +7,6 @@ from typing import Iterator, List
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.counting import backward_never_runs
 from ..engine.model import ClassModel
 from ..engine.saved_slots import unread_saves
 from ..engine.walk import short_code
@@ -59,7 +58,7 @@ class SavedUnreadRule(Rule):
         if found is None:
             return
         forward = model.method("forward")
-        if forward is None or backward_never_runs(model, analysis.inference(forward)):
+        if forward is None or analysis.backward_never_runs(model):
             return  # backward never runs: what it would read does not matter
         names = _names(found.save, found.unread)
         yield self.report(

@@ -8,7 +8,6 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from ..engine.analysis import Analysis
-from ..engine.counting import backward_never_runs
 from ..engine.ctx_attributes import (
     TORCH_CTX_ATTRIBUTES, CtxAttributes, ctx_attributes, guarded_nodes, stored_through_graph_nodes, unset_exit,
 )
@@ -96,7 +95,7 @@ class CtxAttributeUnsetRule(Rule):
             return
         if not returns_a_value(setter if setter.name == "forward" else model.own_methods["forward"]):
             return
-        if backward_never_runs(model, analysis.inference(model.own_methods["forward"])):
+        if analysis.backward_never_runs(model):
             return
         probed, stored_by_readers = _other_uses(uses)
         outside: Optional[Set[str]] = None  # what the module stores on graph nodes, asked before a report

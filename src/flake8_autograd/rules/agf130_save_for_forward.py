@@ -7,7 +7,6 @@ from typing import Iterator
 
 from ..engine.analysis import Analysis
 from ..engine.call_order import replacing_calls
-from ..engine.counting import backward_never_runs
 from ..engine.model import ClassModel
 from ..engine.saved_arguments import non_tensor_arguments, saving_method
 from ..engine.saved_paths import failing_saved_reads, returns_a_value, saving_paths
@@ -124,7 +123,7 @@ class SaveForForwardRule(Rule):
         if len(made) != 1:
             return  # neither (AGF117's case) or both
         forward = model.method("forward")
-        if forward is None or not returns_a_value(forward) or backward_never_runs(model, analysis.inference(forward)):
+        if forward is None or not returns_a_value(forward) or analysis.backward_never_runs(model):
             return
         for name, wanted in _FILLED_BY.items():
             reader = model.own_methods.get(name)

@@ -17,6 +17,7 @@ from flake8_autograd.engine.class_checks import _ModelBuilder
 from flake8_autograd.engine.counting import backward_never_runs
 from flake8_autograd.engine.discovery import Discovery
 from flake8_autograd.engine.model import ClassModel
+from flake8_autograd.engine.module_facts import ModuleFacts
 
 # Count's forward returns only a number, bound to a name: no output carries a gradient, so backward
 # never runs; knowing it takes the inference of ``count``.
@@ -81,3 +82,44 @@ def test_a_budget_spent_by_earlier_rules_does_not_change_the_answer() -> None:
         assert not backward_never_runs(model, shared)  # asked of the spent inference: nothing known
         assert analysis.backward_never_runs(model) is expected  # the answer of a fresh budget
         assert analysis.backward_never_runs(model) is expected
+
+
+# -- module-level helpers a ``global`` statement rebinds ------------------------------------------------
+REBOUND_HELPER = textwrap.dedent(
+    """\
+    import torch
+
+
+    def helper(x):
+        return x * 2
+
+
+    def reset():
+        try:
+            pass
+        except RuntimeError:
+            def inner():
+                if True: global helper
+                helper = None
+    """
+)
+
+
+def _module_facts(source: str) -> ModuleFacts:
+    lines = source_lines(source)
+    tree = ast.parse("".join(lines))
+    return Analysis(tree, Discovery(tree, "example.py"), lines=lines).module_facts
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["global-in-a-nested-handler", "no-global"])
+def test_a_global_statement_anywhere_in_the_statements_unsettles_a_helper(declared: bool) -> None:
+    source = REBOUND_HELPER if declared else REBOUND_HELPER.replace("global helper", "pass")
+    found = _module_facts(source)._sole_top_level("helper")
+    assert (found is None) if declared else isinstance(found, ast.FunctionDef)
+
+
+def test_the_word_global_in_comments_and_strings_starts_no_search() -> None:
+    quiet = "import torch\n\n# the global mean over all ranks\nNAME = 'global'\n"
+    assert not _module_facts(quiet)._may_declare_global
+    assert _module_facts(REBOUND_HELPER)._may_declare_global
+    assert _module_facts("x = 1; global x\n")._may_declare_global

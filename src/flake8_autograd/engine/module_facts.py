@@ -15,6 +15,7 @@ shadowed where the Function class is defined, says nothing; so does an attribute
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
@@ -91,7 +92,7 @@ class ModuleFacts:
     ) -> None:
         self.tree = tree
         # Without the text, every function is searched for ``global`` statements.
-        self._may_declare_global = lines is None or any("global" in line for line in lines)
+        self._may_declare_global = lines is None or any(_GLOBAL_STATEMENT.search(line) for line in lines)
         self.discovery = discovery
         self.imports: ImportTable = discovery.imports
         self._apply_calls = apply_calls
@@ -394,6 +395,9 @@ def _self_name(function: ast.AST) -> Optional[str]:
 
 # The fields of a statement that hold statements (``except`` handlers and ``case`` blocks hold them too).
 _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+# Where a line may hold a ``global`` statement: at its start or after ``;`` or ``:`` (``def f(): global x``);
+# the word in a comment or a string ("the global mean") mostly does not match.
+_GLOBAL_STATEMENT = re.compile(r"(?:^|[;:])\s*global\b")
 
 
 def _classes_in_functions(tree: ast.Module) -> Set[int]:
@@ -418,11 +422,23 @@ def _top_level_bindings(tree: ast.Module, may_declare_global: bool = True) -> Di
         for name in statement_names(statement):
             bound.setdefault(name, []).append(statement)
     if may_declare_global:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Global):
-                for name in node.names:
-                    bound.setdefault(name, []).append(node)
+        for node in _global_statements(tree):
+            for name in node.names:
+                bound.setdefault(name, []).append(node)
     return bound
+
+
+def _global_statements(tree: ast.Module) -> List[ast.Global]:
+    """The module's ``global`` statements, found among its statements alone (an expression holds none)."""
+    found: List[ast.Global] = []
+    stack: List[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Global):
+            found.append(node)
+        for name in _BODY_FIELDS:
+            stack.extend(getattr(node, name, None) or ())
+    return found
 
 
 def statement_names(statement: ast.stmt) -> List[str]:

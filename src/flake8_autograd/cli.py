@@ -18,7 +18,7 @@ from .command.files import is_excluded, python_files
 from .command.fixer import FixedFile, fix_source, fixed_files
 from .command.formats import FORMATS, Run
 from .command.patch import UnnamedInPatch, unified_diff
-from .command.runner import Outcome, check_files, check_source
+from .command.runner import Outcome, Report, check_files, check_source
 from .command.settings import Settings, UsageError, parse_settings
 from .rules import PREVIEW_CODES
 
@@ -69,18 +69,18 @@ def _fix(settings: Settings) -> int:
             _say(f"{result.outcome.path}: {result.outcome.notice}")
     errors = [(result.outcome.path, result.outcome.error) for result in results if result.outcome.error]
     if settings.diff:
-        return _diff(results, errors)
+        return _diff(results, errors, settings)
     fixed = sum(result.fixed for result in results)
     remaining = [report for result in results for report in result.outcome.reports]
     changed = sum(1 for result in results if result.after != result.before)
     written = _write(FORMATS[settings.output_format](remaining, Run(settings.check.rules, PREVIEW_CODES, errors)))
-    _tell(f"fixed {_count(fixed, fixed + len(remaining))} in {_plural(changed, 'file')}")
+    _tell(f"fixed {_count(fixed, fixed + len(remaining))} in {_plural(changed, 'file')}{_unsafe_hint(remaining, settings)}")
     if errors or not written:
         return EXIT_ERROR
     return EXIT_FINDINGS if remaining else EXIT_CLEAN
 
 
-def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]]) -> int:
+def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]], settings: Settings) -> int:
     """The patch on stdout, alone, ready for ``patch -p1``; a file it cannot name is an error."""
     pieces: List[bytes] = []
     fixed = found = changed = 0
@@ -96,7 +96,8 @@ def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]]) -> int:
         fixed += result.fixed
         changed += 1 if piece else 0
     written = _write_bytes(b"".join(pieces))
-    _tell(f"would fix {_count(fixed, found)} in {_plural(changed, 'file')}")
+    remaining = [report for result in results for report in result.outcome.reports]
+    _tell(f"would fix {_count(fixed, found)} in {_plural(changed, 'file')}{_unsafe_hint(remaining, settings)}")
     if errors or not written:
         return EXIT_ERROR  # also for a patch cut short: it must not pass for a whole one
     return EXIT_FINDINGS if found else EXIT_CLEAN
@@ -117,6 +118,14 @@ def _fix_all(settings: Settings) -> List[FixedFile]:
             else:
                 results.append(fix_source(data, name, settings.check))
     return sorted(results, key=lambda result: result.outcome.path)
+
+
+def _unsafe_hint(remaining: Sequence[Report], settings: Settings) -> str:
+    """How many of what remains an unsafe fix would repair, when --unsafe-fixes was not given."""
+    if settings.check.unsafe_fixes:
+        return ""
+    unsafe = sum(1 for report in remaining if report.applicability == "unsafe")
+    return f" ({unsafe} more with --unsafe-fixes)" if unsafe else ""
 
 
 def _count(fixed: int, found: int) -> str:

@@ -45,9 +45,18 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
-    """The edits that together repair one finding; applied all or none."""
+    """The edits that together repair one finding; applied all or none.
+
+    A fix is *safe* when it provably keeps what working code computes (``--fix`` applies it); otherwise
+    ``unsafe_because`` says what it may change, and only ``--unsafe-fixes`` applies it.
+    """
 
     edits: Tuple[Edit, ...]
+    unsafe_because: Optional[str] = None
+
+    @property
+    def safe(self) -> bool:
+        return self.unsafe_because is None
 
     @property
     def span(self) -> Tuple[Position, Position]:
@@ -128,18 +137,24 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> Tuple[str, int]:
     ``save_for_backward`` call for several tensors): it is applied once and counts for each of them.
     """
     findings_per_fix = Counter(fix for fix in fixes if fix.edits)
+    fixed, taken = apply_fixes_taken(text, findings_per_fix)
+    return fixed, sum(findings_per_fix[fix] for fix in taken)
+
+
+def apply_fixes_taken(text: str, fixes: Iterable[Fix]) -> Tuple[str, List[Fix]]:
+    """``text`` with every fix applied that does not overlap an earlier one, and the fixes applied."""
     taken = _TakenEdits()
     chosen: List[Edit] = []
-    repaired = 0
-    for fix in sorted(findings_per_fix, key=lambda fix: fix.span):
+    applied: List[Fix] = []
+    for fix in sorted(dict.fromkeys(fix for fix in fixes if fix.edits), key=lambda fix: fix.span):
         if _self_overlapping(fix) or any(taken.clashes(edit) for edit in fix.edits):
             continue  # the next pass sees the file again and can take it then
         for edit in fix.edits:
             taken.add(edit)
         chosen.extend(fix.edits)
-        repaired += findings_per_fix[fix]
+        applied.append(fix)
     if not chosen:
-        return text, 0
+        return text, []
     lines = split_lines(text)
     offsets = _offsets(lines)
 
@@ -157,7 +172,7 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> Tuple[str, int]:
         pieces.append(edit.replacement.replace("\n", _newline_of(lines, edit.start[0])))
         copied_up_to = offset(edit.end)
     pieces.append(text[copied_up_to:])
-    return "".join(pieces), repaired
+    return "".join(pieces), applied
 
 
 # -- computing fixes: wanted only by the command ------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 SECTION = "flake8-autograd"
 LIST_KEYS = ("select", "ignore", "exclude", "function-bases", "ctx-names")
-BOOLEAN_KEYS = ("preview",)
+BOOLEAN_KEYS = ("preview", "unsafe-fixes")
 STRING_KEYS = ("min-torch-version",)
 
 _LIST_SEPARATOR = re.compile(r"[,\s]")

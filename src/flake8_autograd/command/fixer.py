@@ -19,14 +19,16 @@ import os
 import stat
 import tempfile
 import tokenize
+from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from ..fixes import apply_fixes
+from ..fixes import apply_fixes_taken
 from ..rules.base import Finding
 from .runner import CheckOptions, Outcome, check_source, lint_lines, to_report
 
 # Each pass applies the fixes that do not overlap; one that overlapped is taken on the next pass.
+# A pass redone without a failed fix counts too, so a run ends after at most this many lint passes.
 MAX_PASSES = 10
 
 
@@ -86,20 +88,78 @@ def _parses(text: str) -> bool:
     return True
 
 
+def applies(finding: Finding, options: CheckOptions) -> bool:
+    """Whether ``--fix`` (or ``--diff``) applies the finding's fix under ``options``."""
+    fix = finding.fix
+    return fix is not None and (fix.safe or options.unsafe_fixes)
+
+
+def _finding_key(finding: Finding) -> Tuple[str, str]:
+    # Positions move as fixes add and remove lines; the message names the class, method and value.
+    return finding.code, finding.message
+
+
 def fix_text(text: str, path: str, options: CheckOptions) -> Tuple[str, int, List[Finding], Optional[str]]:
-    """The text with its fixes applied; how many were; and the findings (and notice) of the result."""
+    """The text with its fixes applied; how many were; and the findings (and notice) of the result.
+
+    A fix must remove the finding it repairs and leave a file Python can read. One that does not is a
+    failed fix: its pass is made again without it, it is not offered again, and the notice names it
+    (a bug of the rule's, never a reason to keep applying it).
+    """
     fixed = 0
+    failed: Dict[Tuple[str, str], int] = {}  # finding key -> the line it was at when its fix failed
     findings, notice = lint_lines(_engine_lines(text), path, options)
     for _ in range(MAX_PASSES):
-        fixes = [finding.fix for finding in findings if finding.fix is not None]
-        if not fixes:
+        wanted = [f for f in findings if applies(f, options) and _finding_key(f) not in failed]
+        if not wanted:
             break
-        candidate, count = apply_fixes(text, fixes)
-        if count == 0 or candidate == text or not _parses(candidate):
-            break  # a fix must never leave a file Python cannot read: stop at the last good text
-        text, fixed = candidate, fixed + count
-        findings, notice = lint_lines(_engine_lines(text), path, options)
+        candidate, taken = apply_fixes_taken(text, [finding.fix for finding in wanted if finding.fix is not None])
+        if not taken or candidate == text:
+            break
+        repaired = [finding for finding in wanted if finding.fix in taken]
+        if not _parses(candidate):
+            failed.update(_breaking(text, repaired))
+            continue  # this pass again, without the fixes that break the file
+        after, after_notice = lint_lines(_engine_lines(candidate), path, options)
+        stubborn = _not_removed(findings, repaired, after)
+        if stubborn:
+            failed.update((key, line) for key, line in stubborn.items() if key not in failed)
+            continue
+        text, fixed = candidate, fixed + len(repaired)
+        findings, notice = after, after_notice
+    if failed:
+        said = "; ".join(f"{code} at line {line}" for (code, _), line in sorted(failed.items(), key=lambda i: i[1]))
+        failure = f"a fix did not repair its finding and was not applied ({said}); please report"
+        notice = f"{notice}; {failure}" if notice else failure
     return text, fixed, findings, notice
+
+
+def _breaking(text: str, repaired: Sequence[Finding]) -> Dict[Tuple[str, str], int]:
+    """The findings whose fix, applied alone, leaves text Python cannot read."""
+    broken: Dict[Tuple[str, str], int] = {}
+    for finding in repaired:
+        assert finding.fix is not None
+        alone, _ = apply_fixes_taken(text, [finding.fix])
+        if not _parses(alone):
+            broken[_finding_key(finding)] = finding.line
+    if not broken:  # each parses alone but not together: none of them this time
+        broken = {_finding_key(finding): finding.line for finding in repaired}
+    return broken
+
+
+def _not_removed(
+    before: Sequence[Finding], repaired: Sequence[Finding], after: Sequence[Finding]
+) -> Dict[Tuple[str, str], int]:
+    """The repaired findings still there after their fix (counted by key: one key may stand for several)."""
+    count_before = Counter(_finding_key(finding) for finding in before)
+    count_repaired = Counter(_finding_key(finding) for finding in repaired)
+    count_after = Counter(_finding_key(finding) for finding in after)
+    lines = {_finding_key(finding): finding.line for finding in repaired}
+    return {
+        key: lines[key]
+        for key, count in count_repaired.items()
+        if count_after[key] > count_before[key] - count
+    }
 
 
 def fix_source(data: bytes, path: str, options: CheckOptions) -> FixedFile:

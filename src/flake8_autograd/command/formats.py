@@ -7,7 +7,7 @@ import os
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, List, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 from urllib.parse import quote_from_bytes
 
 from .. import __version__
@@ -42,10 +42,19 @@ def json_list(reports: Sequence[Report], run: Run) -> str:
             "code": report.code,
             "message": report.text,
             "fixable": report.fixable,
+            "fix": _fix_of(report),
         }
         for report in reports
     ]
     return json.dumps(items, indent=2) + "\n"
+
+
+def _fix_of(report: Report) -> Optional[Dict[str, Any]]:
+    """How the finding can be fixed: ``applicability`` "safe" (``--fix``) or "unsafe" (``--unsafe-fixes``,
+    with what it may change); None without a fix."""
+    if report.applicability is None:
+        return None
+    return {"applicability": report.applicability, "unsafe_because": report.unsafe_because}
 
 
 def github(reports: Sequence[Report], run: Run) -> str:
@@ -91,6 +100,12 @@ def sarif(reports: Sequence[Report], run: Run) -> str:
         }
         if report.code in index:
             result["ruleIndex"] = index[report.code]
+        fix = _fix_of(report)
+        if fix is not None:
+            # SARIF's own "fixes" need the replacement text; the property bag says how the command fixes it.
+            result["properties"] = {"fixApplicability": fix["applicability"]}
+            if fix["unsafe_because"]:
+                result["properties"]["unsafeFixReason"] = fix["unsafe_because"]
         results.append(result)
     invocation: Dict[str, Any] = {"executionSuccessful": not run.errors}
     if run.errors:

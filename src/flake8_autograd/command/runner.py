@@ -13,7 +13,7 @@ import functools
 import io
 import multiprocessing
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Sequence, Tuple
 
 from ..conventions import CtxNames, TorchVersion
@@ -33,7 +33,15 @@ class Report:
     column: int  # 1-based, as flake8 prints it
     code: str
     text: str  # the message after the code
-    fixable: bool
+    fixable: bool  # the finding has a fix (safe: applied by --fix; unsafe: only with --unsafe-fixes)
+    unsafe_because: Optional[str] = None  # what an unsafe fix may change; None for a safe one (or none)
+
+    @property
+    def applicability(self) -> Optional[str]:
+        """``"safe"``, ``"unsafe"``, or None when there is no fix."""
+        if not self.fixable:
+            return None
+        return "safe" if self.unsafe_because is None else "unsafe"
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,7 @@ class CheckOptions:
     preview: bool = False
     ctx_names: CtxNames = CtxNames()
     min_torch_version: Optional[TorchVersion] = None  # the oldest torch the project supports; None: not said
+    unsafe_fixes: bool = False  # --fix / --diff also apply the fixes that may change what code computes
 
     @property
     def rules(self) -> List[Rule]:
@@ -124,11 +133,27 @@ def lint_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Tuple[
         )
     noqa = InlineNoqa(lines)
     selected = [
-        finding
+        _without_fix_on_silenced_lines(finding, noqa)
         for finding in findings
         if options.selects(finding.code) and not noqa.silences(finding.line, finding.code)
     ]
     return selected, None
+
+
+def _without_fix_on_silenced_lines(finding: Finding, noqa: InlineNoqa) -> Finding:
+    """The finding without its fix when the fix would edit a line on which the user silenced its code:
+    one fix can repair several findings at once (AGF003 merges a forward's stores into one call), and
+    a store the user kept on purpose must stay as written."""
+    fix = finding.fix
+    if fix is None:
+        return finding
+    for edit in fix.edits:
+        (first, _), (last, last_column) = edit.start, edit.end
+        if last_column == 0 and last > first:
+            last -= 1  # an edit ending at the start of a line does not touch that line
+        if any(noqa.silences(line, finding.code) for line in range(first, last + 1)):
+            return replace(finding, fix=None)
+    return finding
 
 
 def _syntax_reason(error: Exception) -> str:
@@ -141,7 +166,9 @@ def to_report(path: str, finding: Finding) -> Report:
     prefix = finding.code + " "
     text = finding.message[len(prefix):] if finding.message.startswith(prefix) else finding.message
     # A finding that carries a fix can be repaired by the command; the rules attach fixes themselves.
-    return Report(path, finding.line, finding.column + 1, finding.code, text, finding.fix is not None)
+    fix = finding.fix
+    unsafe_because = fix.unsafe_because if fix is not None else None
+    return Report(path, finding.line, finding.column + 1, finding.code, text, fix is not None, unsafe_because)
 
 
 def check_file(path: str, options: CheckOptions) -> Outcome:

@@ -92,7 +92,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--fix",
         action="store_true",
-        help="repair the findings that have a certain fix, in place; report the rest",
+        help="repair, in place, the findings whose fix is safe (keeps what the code computes); report the rest",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=(
+            "with --fix or --diff, also apply the fixes that may change what code computes (each rule's page "
+            "says what; JSON and SARIF give the reason per finding)"
+        ),
     )
     parser.add_argument(
         "--diff",
@@ -122,6 +131,7 @@ def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
             preview=_flag("preview", arguments.preview, config),
             ctx_names=_ctx_names(arguments.ctx_names, config),
             min_torch_version=_min_torch_version(arguments.min_torch_version, config),
+            unsafe_fixes=_flag("unsafe-fixes", arguments.unsafe_fixes, config),
         ),
         exclude=_patterns(arguments.exclude, config, cwd),
         output_format=arguments.format,

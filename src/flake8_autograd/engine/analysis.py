@@ -18,6 +18,7 @@ from .discovery import ClassSite, Discovery
 from .grad_free import grad_free_arguments
 from .model import ClassModel, Method
 from .module_facts import ApplyCall, ModuleFacts, statement_names
+from .name_uses import NameUses, name_uses
 from .names import ImportTable, ast_dotted
 from .provenance import ALLOCATIONS, LAYOUT_METHODS
 from .scopes import CLASS, ModuleScopes, Scope
@@ -101,6 +102,7 @@ class Analysis:
         self._returns: Dict[Method, List[CountedReturn]] = {}
         self._backward_never_runs: Dict[ClassModel, bool] = {}
         self._allocating: Optional[FrozenSet[str]] = None
+        self._name_uses: Optional[NameUses] = None
         # Facts across the module's functions and callers, read when first asked.
         self.module_facts = ModuleFacts(tree, discovery, self.apply_calls, lines)
 
@@ -146,6 +148,12 @@ class Analysis:
         self._backward_never_runs.pop(model, None)
         self._inference = {key: value for key, value in self._inference.items() if key[0].owner is not model}
         self._returns = {method: value for method, value in self._returns.items() if method.owner is not model}
+
+    def name_uses(self) -> NameUses:
+        """How the module names attributes and classes (one walk, when a fix first asks)."""
+        if self._name_uses is None:
+            self._name_uses = name_uses(self.tree)
+        return self._name_uses
 
     def allocating_helpers(self) -> FrozenSet[str]:
         """The module's functions that only hand back fresh memory (every ``return`` an allocation such

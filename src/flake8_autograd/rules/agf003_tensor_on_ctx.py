@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 from typing import Iterator, List, Optional, Sequence
 
 import ast
@@ -85,12 +86,15 @@ class TensorOnCtxRule(Rule):
 
     def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
         """``ctx.x = x`` becomes ``ctx.save_for_backward(x)``, and each ``ctx.x`` in backward
-        ``ctx.saved_tensors[0]``.
+        ``ctx.saved_tensors[0]``. Unsafe (:data:`UNSAFE_BECAUSE`): saving changes what a second backward
+        and an in-place change of the tensor do.
 
         Only the simplest case, where that is the whole story: forward inputs or the returned output,
         each stored once, unconditionally, by a forward that saves nothing else, returns once at its end
-        and never changes them afterwards; read only by backward, only as ``ctx.x``; in a class no other
-        class extends and no unseen base completes.
+        and never changes them afterwards; read only by backward, only as ``ctx.x``, never changed there;
+        the attribute named nowhere else in the module; the ctx never handed on or rebound; the class
+        named only as ``Cls.apply`` (no composition ``Cls.forward(ctx, ...)``, no subclass, no test
+        driving it with a ctx of its own); no call of the module passing a number for a stored input.
 
         A second call would replace what the first saved, so every such store of the forward is repaired
         by one fix: one call, where the last of them stood, saving all their tensors (the others' lines
@@ -98,28 +102,15 @@ class TensorOnCtxRule(Rule):
         """
         forward = model.own_methods.get("forward")
         backward = model.own_methods.get("backward")
-        if forward is None or backward is None or not _plain_pair(model, forward, backward, analysis):
+        if forward is None or backward is None:
             return None
-        stores = _fixable_stores(model, forward, backward, analysis)
-        at = (finding.line, finding.column)
-        if not any(forward.position(store.target) == at for store in stores):
+        if forward not in _MERGED:
+            _MERGED[forward] = _merged_saving(model, forward, backward, analysis)
+        stores = _MERGED[forward]
+        if stores is None or not any(forward.position(store.target) == (finding.line, finding.column)
+                                     for store in stores.stores):
             return None
-        where = locator(model.segment)
-        if where is None or forward.ctx_name is None or backward.ctx_name is None:
-            return None
-        *moved, last = stores
-        removals = [where.delete_line(store.assignment) for store in moved]
-        stores = [store for store, removal in zip(moved, removals) if removal is not None] + [last]
-        names = list(dict.fromkeys(store.name for store in stores))  # a tensor stored twice is saved once
-        saved = ", ".join(names)
-        edits: List[Optional[Edit]] = [removal for removal in removals if removal is not None]
-        edits.append(where.replace(last.assignment, f"{forward.ctx_name}.save_for_backward({saved})"))
-        for store in stores:
-            index = names.index(store.name)
-            edits += [where.replace(read, f"{backward.ctx_name}.saved_tensors[{index}]") for read in store.reads]
-        if any(edit is None for edit in edits) or not any(forward.position(store.target) == at for store in stores):
-            return None
-        return Fix(tuple(edit for edit in edits if edit is not None))
+        return stores.fix
 
     @staticmethod
     def _describe(
@@ -269,7 +260,29 @@ def _plain_pair(model: ClassModel, forward: Method, backward: Method, analysis: 
     if forward.facts.ctx_calls or forward.facts.yields:
         return False  # it saves (or marks) something already: the saved tuple has a layout to keep
     saved = {"saved_tensors", "saved_variables"}
-    return not saved.intersection(backward.facts.ctx_reads) and not backward.facts.ctx_stores
+    if saved.intersection(backward.facts.ctx_reads) or backward.facts.ctx_stores:
+        return False
+    if not analysis.name_uses().only_applied(model.name):
+        return False  # ``Cls.forward(ctx, ...)`` from another Function, a test's own ctx, ``type(..., (Cls,), ...)``
+    return _ctx_only_dotted(forward) and _ctx_only_dotted(backward)
+
+
+def _ctx_only_dotted(method: Method) -> bool:
+    """Every use of the ctx name in the method, nested scopes included, is ``ctx.<attribute>``: the ctx is
+    never aliased (``c = ctx``), handed on (``helper(ctx)``, ``lambda: helper(ctx)``, ``f(*(ctx, g))``) or
+    rebound (``ctx = ...``)."""
+    assert method.node is not None and method.ctx_name is not None
+    ctx = method.ctx_name
+    names = dotted = 0
+    for node in method.whole_body():
+        if type(node) is cst.Name and node.value == ctx:
+            names += 1
+        elif type(node) is cst.Attribute:
+            if isinstance(node.value, cst.Name) and node.value.value == ctx:
+                dotted += 1
+            if node.attr.value == ctx:
+                names -= 1  # ``other.ctx``: an attribute name, not the parameter
+    return names == dotted
 
 
 @dataclass(frozen=True)
@@ -282,12 +295,54 @@ class _FixableStore:
     reads: Sequence[cst.Attribute]  # every ``ctx.<attribute>`` of backward
 
 
+@dataclass(frozen=True)
+class _MergedSaving:
+    """The stores one fix repairs together, and that fix."""
+
+    stores: Sequence[_FixableStore]
+    fix: Fix
+
+
+# The merged fix of a forward, worked out for its first finding and read by the others (kept while the
+# method's tree is: a weak key).
+_MERGED: "WeakKeyDictionary[Method, Optional[_MergedSaving]]" = WeakKeyDictionary()
+
+UNSAFE_BECAUSE = (
+    "save_for_backward frees what it saved after the first backward (a second backward through the graph "
+    "then needs retain_graph=True) and raises on an in-place change of a saved tensor where the attribute "
+    "gave a silently wrong gradient; code outside this module reading the attribute no longer finds it"
+)
+
+
+def _merged_saving(model: ClassModel, forward: Method, backward: Method, analysis: Analysis) -> Optional[_MergedSaving]:
+    """The one fix of every fixable store of forward (worked out once per class, whichever finding asks)."""
+    if not _plain_pair(model, forward, backward, analysis):
+        return None
+    stores = _fixable_stores(model, forward, backward, analysis)
+    where = locator(model.segment)
+    if not stores or where is None or forward.ctx_name is None or backward.ctx_name is None:
+        return None
+    *moved, last = stores
+    removals = [where.delete_line(store.assignment) for store in moved]
+    stores = [store for store, removal in zip(moved, removals) if removal is not None] + [last]
+    names = list(dict.fromkeys(store.name for store in stores))  # a tensor stored twice is saved once
+    saved = ", ".join(names)
+    edits: List[Optional[Edit]] = [removal for removal in removals if removal is not None]
+    edits.append(where.replace(last.assignment, f"{forward.ctx_name}.save_for_backward({saved})"))
+    for store in stores:
+        index = names.index(store.name)
+        edits += [where.replace(read, f"{backward.ctx_name}.saved_tensors[{index}]") for read in store.reads]
+    if any(edit is None for edit in edits):
+        return None
+    return _MergedSaving(stores, Fix(tuple(edit for edit in edits if edit is not None), UNSAFE_BECAUSE))
+
+
 def _fixable_stores(model: ClassModel, forward: Method, backward: Method, analysis: Analysis) -> List[_FixableStore]:
     """The tensor stores of forward (those AGF003 reports) that saving would repair, in the order stored."""
     assert forward.node is not None and backward.node is not None and backward.ctx_name is not None
     inference = analysis.inference(forward)
-    others = [method.node for method in model.own_methods.values()
-              if method not in (forward, backward) and method.node is not None]
+    uses = analysis.name_uses()
+    changed = _changed_in_backward(backward)
     fixable: List[_FixableStore] = []
     for store in forward.facts.ctx_stores:
         if not isinstance(store.node, cst.Attribute) or not isinstance(store.value, cst.Name):
@@ -299,12 +354,90 @@ def _fixable_stores(model: ClassModel, forward: Method, backward: Method, analys
         if assignment is None or not _stored_safely(forward, attribute, name):
             continue
         reads = backward.facts.ctx_reads.get(attribute, [])
-        if not reads or _attribute_uses(backward.node, backward.ctx_name, attribute) != len(reads):
-            continue  # a read in a nested scope, a store, ``del``: more than ``ctx.x`` reads
-        if any(_mentions(other, attribute) for other in others):
+        # The store and backward's reads must be every ``.attribute`` of the module: a read in a nested
+        # scope, a ``del``, another method, ``out.grad_fn.attribute``, ``getattr(ctx, "attribute")`` all
+        # stop reading the tensor once it is saved instead.
+        if not reads or uses.attribute_count(attribute) != 1 + len(reads) or uses.named_as_string(attribute):
+            continue
+        if attribute in changed:
+            continue  # backward changes it in place and reads it again: the saved tensor's version check raises
+        if _some_caller_passes_a_number(name, model, analysis):
             continue
         fixable.append(_FixableStore(store.node, assignment, name, reads))
     return fixable
+
+
+def _changed_in_backward(backward: Method) -> "set[str]":
+    """The ctx attributes backward changes in place, directly (``ctx.y.mul_(2)``, ``ctx.y[0] = 0``,
+    ``ctx.y += 1``, ``out=ctx.y``) or through a name bound from them (``y = ctx.y; y.mul_(2)``)."""
+    assert backward.ctx_name is not None
+    ctx = backward.ctx_name
+
+    def attribute_of(node: cst.BaseExpression) -> Optional[str]:
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == ctx:
+            return node.attr.value
+        return None
+
+    roots: List[cst.BaseExpression] = []
+    assignments: List[cst.Assign] = []
+    for node in backward.whole_body():
+        if type(node) is cst.Call:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.endswith("__"):
+                roots.append(func.value)
+            roots += [arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "out"]
+        elif type(node) is cst.AugAssign:
+            roots.append(node.target)
+        elif type(node) is cst.Assign:
+            assignments.append(node)
+            roots += [target.target for target in node.targets if isinstance(target.target, cst.Subscript)]
+    changed: "set[str]" = set()
+    changed_names: "set[str]" = set()
+    for root in roots:
+        while isinstance(root, cst.Subscript):
+            root = root.value
+        attribute = attribute_of(root)
+        if attribute is not None:
+            changed.add(attribute)
+        elif isinstance(root, cst.Name):
+            changed_names.add(root.value)
+    for assign in assignments:
+        bound = {target.target.value for target in assign.targets if isinstance(target.target, cst.Name)}
+        if bound & changed_names:
+            changed.update(
+                name for name in (attribute_of(node) for node in _attributes_in(assign.value)) if name is not None
+            )
+    return changed
+
+
+def _attributes_in(node: cst.CSTNode) -> List[cst.Attribute]:
+    found: List[cst.Attribute] = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_Attribute(self, attribute: cst.Attribute) -> None:
+            found.append(attribute)
+
+    node.visit(Collect())
+    return found
+
+
+def _some_caller_passes_a_number(name: str, model: ClassModel, analysis: Analysis) -> bool:
+    """A call of the module that gives the stored input a number (or a string, a bool): saving it would
+    raise there, where keeping it on ctx worked; the tensor annotation is not the whole story."""
+    inputs = model.forward_inputs()
+    if inputs is None or name not in inputs.names:
+        return False
+    index = inputs.names.index(name)
+    return any(
+        call.positional is not None and index < call.positional and _is_literal(call.args[index])
+        for call in analysis.apply_calls(model.name)
+    )
+
+
+def _is_literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and node.value is not None
 
 
 def _top_level_assignment(function: cst.FunctionDef, target: cst.Attribute) -> Optional[cst.Assign]:
@@ -340,42 +473,3 @@ def _stored_safely(forward: Method, attribute: str, name: str) -> bool:
     values = [element.value for element in returned.elements] if isinstance(returned, cst.Tuple) else [returned]
     is_output = any(isinstance(value, cst.Name) and value.value == name for value in values)
     return is_output and len(facts.bindings.get(name, [])) == 1
-
-
-class _AttributeUses(cst.CSTVisitor):
-    """``owner.attribute`` counted; any ``.attribute``, or a string naming it (``getattr(ctx, "x")``), noticed."""
-
-    def __init__(self, owner: Optional[str], attribute: str) -> None:
-        self.owner, self.attribute = owner, attribute
-        self.count = 0
-        self.mentioned = False
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == self.attribute:
-            self.mentioned = True
-            if isinstance(node.value, cst.Name) and node.value.value == self.owner:
-                self.count += 1
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if node.evaluated_value == self.attribute:
-            self.mentioned = True
-
-
-def _attribute_uses(function: cst.FunctionDef, owner: str, attribute: str) -> int:
-    """How many ``owner.attribute`` the function holds, nested scopes included (-1: named in a string too)."""
-    uses = _AttributeUses(owner, attribute)
-    function.visit(uses)
-    return -1 if _string_mentions(function, attribute) else uses.count
-
-
-def _string_mentions(function: cst.FunctionDef, attribute: str) -> bool:
-    strings = _AttributeUses(None, attribute)
-    strings.visit_Attribute = lambda node: None  # type: ignore[method-assign]  # strings only
-    function.visit(strings)
-    return strings.mentioned
-
-
-def _mentions(function: cst.FunctionDef, attribute: str) -> bool:
-    uses = _AttributeUses(None, attribute)
-    function.visit(uses)
-    return uses.mentioned

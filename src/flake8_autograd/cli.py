@@ -74,7 +74,8 @@ def _fix(settings: Settings) -> int:
     remaining = [report for result in results for report in result.outcome.reports]
     changed = sum(1 for result in results if result.after != result.before)
     written = _write(FORMATS[settings.output_format](remaining, Run(settings.check.rules, PREVIEW_CODES, errors)))
-    _tell(f"fixed {_count(fixed, fixed + len(remaining))} in {_plural(changed, 'file')}{_unsafe_hint(remaining, settings)}")
+    summary = f"fixed {_count(fixed, fixed + len(remaining))} in {_plural(changed, 'file')}"
+    _tell(summary + _unsafe_hint(remaining, settings))
     if errors or not written:
         return EXIT_ERROR
     return EXIT_FINDINGS if remaining else EXIT_CLEAN

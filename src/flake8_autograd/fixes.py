@@ -228,6 +228,22 @@ class NodeLocator:
             end_line, found.end.column + shifts.get(end_line, 0)
         )
 
+    def end_with_parentheses(self, node: cst.BaseExpression) -> Optional[Position]:
+        """Where ``node`` ends with the parentheses written around it (``(a)`` ends after its ``)``); None
+        when anything but blanks stands between it and them on its line (a comment, a line break)."""
+        span = self.span(node)
+        if span is None or self.text(*span) != bare_code(node):
+            return None
+        line, column = span[1]
+        text = self.lines[line - 1]
+        for _ in node.rpar:
+            while column < len(text) and text[column] in " \t":
+                column += 1
+            if column >= len(text) or text[column] != ")":
+                return None
+            column += 1
+        return line, column
+
     def scope_of(self, node: cst.CSTNode) -> Optional[Scope]:
         if self._scopes is None:
             self._scopes = self._wrapper.resolve(ScopeProvider)

@@ -22,6 +22,7 @@ class NameUses:
     attributes: "Counter[str]"  # ``<anything>.name``: how many times each attribute name is written
     identifier_strings: FrozenSet[str]  # string constants that could name an attribute (getattr, setattr)
     besides_apply: "Counter[str]"  # a name read or bound other than as ``Name.apply``
+    keywords: "Counter[str]"  # ``f(name=...)``: how many calls pass each keyword
 
     def attribute_count(self, attribute: str) -> int:
         return self.attributes[attribute]
@@ -39,9 +40,13 @@ def name_uses(tree: ast.AST) -> NameUses:
     strings: Set[str] = set()
     names: "Counter[str]" = Counter()
     applied: Set[int] = set()  # the ``Name`` nodes read as ``Name.apply``
+    keywords: "Counter[str]" = Counter()
     all_names: List[ast.Name] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
+        if isinstance(node, ast.keyword):
+            if node.arg is not None:
+                keywords[node.arg] += 1
+        elif isinstance(node, ast.Attribute):
             attributes[node.attr] += 1
             if node.attr == "apply" and isinstance(node.value, ast.Name):
                 applied.add(id(node.value))
@@ -52,4 +57,4 @@ def name_uses(tree: ast.AST) -> NameUses:
     for name in all_names:
         if id(name) not in applied:
             names[name.id] += 1
-    return NameUses(attributes, frozenset(strings), names)
+    return NameUses(attributes, frozenset(strings), names, keywords)

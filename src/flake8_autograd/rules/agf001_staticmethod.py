@@ -10,6 +10,12 @@ from ..fixes import Edit, Fix, locator
 from .base import Finding, Rule
 
 
+INSTANCE_UNSAFE_BECAUSE = (
+    "the module makes instances of the class: a call through an instance (instance.forward(x)) no longer "
+    "passes the instance as the first argument"
+)
+
+
 class StaticMethodRule(Rule):
     code = "AGF001"
     name = "contract method must be a @staticmethod"
@@ -60,7 +66,9 @@ class StaticMethodRule(Rule):
         Not over ``@classmethod``: which parameter then takes the ctx is for the author to say. Not over
         ``@property`` either: that method is not meant as a contract method at all. Not in a legacy class
         with an ``__init__`` (``self.mask = mask``): once static, forward and backward get a fresh ctx,
-        not the instance, and what ``__init__`` stored is gone (AttributeError at run time).
+        not the instance, and what ``__init__`` stored is gone (AttributeError at run time). Safe: through
+        the class (``apply``, ``Cls.forward(ctx, ...)``) the method gets the same arguments static or not;
+        unsafe (:data:`INSTANCE_UNSAFE_BECAUSE`) where the module makes instances of the class.
         """
         if any("__init__" in cls.own_methods for cls in model.mro):
             return None
@@ -79,5 +87,7 @@ class StaticMethodRule(Rule):
             span = where.span(anchor)
             if indent is None or span is None:
                 return None
-            return Fix((Edit.insert(span[0], "@staticmethod\n" + indent),))
+            instantiated = any(use.what == "instantiated" for use in analysis.direct_uses(model.site))
+            unsafe_because = INSTANCE_UNSAFE_BECAUSE if instantiated else None
+            return Fix((Edit.insert(span[0], "@staticmethod\n" + indent),), unsafe_because)
         return None

@@ -11,6 +11,7 @@ from libcst.metadata import Assignment
 from ..engine.analysis import Analysis
 from ..conventions import CtxNames
 from ..engine.model import ClassModel, Method, Param, uses_first_as_ctx
+from ..engine.walk import walk
 from ..fixes import Fix, NodeLocator, locator
 from .base import Finding, Rule
 
@@ -112,6 +113,8 @@ class CtxFirstRule(Rule):
                 return None  # ``backward(grad, *rest)``: the author meant an input or gradient, not the ctx
             if name == "forward" and model.setup_context_style:
                 return None
+            if analysis.name_uses().keywords[first.name]:
+                return None  # a call passes it by name (``Fn.forward(self=...)``): the rename would break it
             where = locator(model.segment)
             return _rename_to_ctx(method, first, where, names) if where is not None else None
         return None
@@ -143,7 +146,23 @@ def _rename_to_ctx(method: Method, first: Param, where: NodeLocator, ctx_names: 
     edits = [where.replace(node, new) for node in targets]
     if any(edit is None for edit in edits):
         return None
-    return Fix(tuple(edit for edit in edits if edit is not None))
+    printed = _printed_by_name(method, old)
+    return Fix(tuple(edit for edit in edits if edit is not None), DEBUG_PRINT_UNSAFE_BECAUSE if printed else None)
+
+
+DEBUG_PRINT_UNSAFE_BECAUSE = (
+    "an f-string's = specifier prints the parameter's name with its value (f\"{self=}\"): the text it "
+    "produces changes"
+)
+
+
+def _printed_by_name(method: Method, name: str) -> bool:
+    """Whether an f-string ``{expression=}`` of the method writes out ``name`` (its text is printed too)."""
+    for node in method.whole_body():
+        if type(node) is cst.FormattedStringExpression and getattr(node, "equal", None) is not None:
+            if any(type(each) is cst.Name and each.value == name for each in (node.expression, *walk(node.expression))):
+                return True
+    return False
 
 
 class _NameCollector(cst.CSTVisitor):

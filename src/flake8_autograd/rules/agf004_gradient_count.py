@@ -11,7 +11,7 @@ from ..engine.counting import CountedReturn, fall_off_mirrors_forward, slot_is_n
 from ..engine.custom_op_model import is_custom_op
 from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs
 from ..engine.tensors import Kind, annotation_kind
-from ..fixes import Edit, Fix, bare_code, locator
+from ..fixes import Edit, Fix, locator
 from .base import Finding, Rule
 
 
@@ -154,7 +154,8 @@ class GradientCountRule(Rule):
         """Append a ``None`` per missing gradient, when every input left without one is not a tensor.
 
         Only a tuple display (``return a, b``) or one value that is a tensor or ``None``: appending to a
-        name that holds a tuple would nest it instead.
+        name that holds a tuple would nest it instead. Safe: PyTorch rejects the short count on every call
+        that reaches the return, and ``None`` is what it takes for an input that is not a tensor.
         """
         inputs = forward_inputs(model)
         forward = model.method("forward")
@@ -197,10 +198,11 @@ def _append_nones(
     else:
         return None
     where = locator(model.segment)
-    span = where.span(last) if where is not None else None
-    if where is None or span is None or where.text(*span) != bare_code(last):
+    # after the parentheses of a last element written ``(g)``: inside them the Nones would make it a tuple
+    end = where.end_with_parentheses(last) if where is not None else None
+    if end is None:
         return None
-    return Fix((Edit.insert(span[1], ", None" * len(missing)),))
+    return Fix((Edit.insert(end, ", None" * len(missing)),))
 
 
 def _surely_not_tensor(

@@ -57,9 +57,15 @@ class DirectUseRule(Rule):
 
         Only an instance called at once, of a class whose forward is a staticmethod (so ``apply`` passes
         the ctx first); a direct ``Cls.forward(...)`` call skips autograd, and what it meant is unknown.
+        And only where calling the instance certainly runs ``Function.__call__``, the legacy path PyTorch
+        rejects: not when the class or a base defines ``__call__`` or ``__new__`` (or a base is unseen), a
+        decorator may replace the class, or the module sets such a method on it later
+        (``Fn.__call__ = ...``); there the instance is made on purpose, and ``apply`` would skip that code.
         """
         forward = model.method("forward")
         if forward is None or forward.node is None or not forward.is_static:
+            return None
+        if not _instance_call_is_functions(model, analysis):
             return None
         lines = model.segment.lines
         if not 0 < finding.line <= len(lines):
@@ -76,6 +82,23 @@ class DirectUseRule(Rule):
         if span is None or written is None or "".join(written.split()) != f"{model.name}()":
             return None
         return Fix((Edit(span[0], span[1], f"{model.name}.apply"),))
+
+
+_INSTANCE_HOOKS = ("__call__", "__new__", "__init_subclass__", "__class_getitem__")
+
+
+def _instance_call_is_functions(model: ClassModel, analysis: Analysis) -> bool:
+    """Whether ``Cls()(...)`` certainly runs ``torch.autograd.Function``'s own construction and call."""
+    if model.has_unknown_base:
+        return False
+    for cls in model.mro:
+        statement = cls.site.node  # a decorator may replace the class, a metaclass its construction
+        if statement.decorator_list or statement.keywords:
+            return False
+        if any(hook in cls.own_methods or hook in cls.class_attributes for hook in _INSTANCE_HOOKS):
+            return False
+    uses = analysis.name_uses()
+    return not any(uses.attribute_count(hook) or uses.named_as_string(hook) for hook in _INSTANCE_HOOKS[:2])
 
 
 def _bypasses_nothing(use: DirectUse, model: ClassModel) -> bool:

@@ -13,6 +13,12 @@ from ..fixes import Edit, Fix, bare_code, locator
 from .base import Finding, Rule
 
 
+FORWARD_UNSAFE_BECAUSE = (
+    "callers of apply then get a tuple where they got a list (append, + [...] fail on it), and its tensors "
+    "become outputs autograd tracks, so backward starts to run"
+)
+
+
 class ListReturnRule(Rule):
     code = "AGF116"
     applies_to_custom_ops = True
@@ -68,9 +74,11 @@ class ListReturnRule(Rule):
     def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
         """``[a, b]`` becomes ``(a, b)``; a single element gets the comma that makes it a tuple.
 
-        In forward the tuple makes each element an output with a gradient, so backward starts to run with
-        one incoming gradient per element: the fix is made only when backward takes exactly that many and
-        every return of forward has that length.
+        Safe in backward and vjp: PyTorch rejects a returned list on every call. In forward the tuple makes
+        each element an output with a gradient, so backward starts to run with one incoming gradient per
+        element: the fix is made only when backward takes exactly that many and every return of forward
+        has that length, and it is unsafe (:data:`FORWARD_UNSAFE_BECAUSE`): callers get a tuple where they
+        got a list.
         """
         for name in ("backward", "vjp", "forward"):
             method = model.own_methods.get(name)
@@ -92,7 +100,8 @@ class ListReturnRule(Rule):
                     (
                         Edit((first_line, first_column), (first_line, first_column + 1), "("),
                         Edit((last_line, last_column - 1), (last_line, last_column), ",)" if needs_comma else ")"),
-                    )
+                    ),
+                    FORWARD_UNSAFE_BECAUSE if name == "forward" else None,
                 )
         return None
 

@@ -61,18 +61,28 @@ class SaveDataRule(Rule):
 
         Not where the method itself changes the saved tensor in place (``x.add_()`` after the save, a
         write through ``x.data``, ``mark_dirty(x)``): there ``.data`` hid that change, and backward would
-        now raise on it; what the author meant there is theirs to say.
+        now raise on it; what the author meant there is theirs to say. Only for a value known to be a
+        tensor: another object's ``data`` attribute (a block-sparse matrix wrapper, say) may have no
+        ``detach``. Unsafe (:data:`UNSAFE_BECAUSE`).
         """
         for method, saved in _saved_data(model, analysis):
             if method.position(saved) != (finding.line, finding.column):
                 continue
+            if analysis.inference(method).kind(saved.value) is not Kind.TENSOR:
+                return None
             root = _root_name(saved.value)
             if root is not None and root in _written_names(method, analysis):
                 return None
             where = locator(model.segment)
             edit = where.replace(saved.attr, "detach()") if where is not None else None
-            return Fix((edit,)) if edit is not None else None
+            return Fix((edit,), UNSAFE_BECAUSE) if edit is not None else None
         return None
+
+
+UNSAFE_BECAUSE = (
+    "the saved tensor then shares the version counter of the one it came from: an in-place change of it "
+    "between forward and backward raises where .data let it pass (with a silently wrong gradient)"
+)
 
 
 def _saved_data(model: ClassModel, analysis: Analysis) -> Iterator[Tuple[Method, cst.Attribute]]:

@@ -142,6 +142,39 @@ def test_stdin_named_by_an_excluded_path_is_skipped(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout) == (0, "")
 
 
+@pytest.mark.parametrize("mode", [[], ["--diff"]], ids=["check", "diff"])
+def test_stdin_named_as_a_file_also_given_is_checked_once(tmp_path: Path, mode: List[str]) -> None:
+    """Standard input stands for the file it is named after (an editor's unsaved text): not both."""
+    write(tmp_path, {"ops/scale.py": LEGACY})
+    result = run(
+        "--preview", *mode, "--stdin-filename", "ops/scale.py", "-", "ops/scale.py", ".", cwd=tmp_path,
+        stdin=SCALE.encode(),
+    )
+    if mode:
+        assert result.stdout.count("--- a/ops/scale.py") == 1
+        assert "would fix 1 of 2 findings in 1 file" in result.stderr
+    else:
+        assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["ops/scale.py"] * 2
+        assert codes_of(result) == SCALE_PREVIEW_CODES  # standard input's text, not the file's
+
+
+def test_an_abbreviated_option_is_refused(tmp_path: Path) -> None:
+    """``--fi`` is not taken for ``--fix``, which would rewrite the file."""
+    write(tmp_path, {"legacy.py": LEGACY})
+    result = run("--fi", "legacy.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "unrecognized arguments: --fi" in result.stderr
+    assert (tmp_path / "legacy.py").read_text(encoding="utf-8") == LEGACY
+
+
+def test_jobs_are_at_most_one_per_cpu(tmp_path: Path) -> None:
+    from flake8_autograd.command.settings import parse_settings, usable_cpus
+
+    assert parse_settings(["-j", "100000"], tmp_path).jobs == usable_cpus()
+    assert parse_settings(["-j", "auto"], tmp_path).jobs == usable_cpus()
+    assert parse_settings(["-j", "1"], tmp_path).jobs == 1
+
+
 @pytest.mark.parametrize(
     "options, expected",
     [

@@ -102,6 +102,14 @@ def test_a_closed_standard_output_is_an_error_exit_2(tmp_path: Path, options: Li
     assert b"flake8-autograd: cannot write the output: standard output is closed" in result.stderr
 
 
+@pytest.mark.parametrize("options", [[], ["--diff"]], ids=["check", "diff"])
+def test_a_closed_standard_input_is_an_error_exit_2(tmp_path: Path, options: List[str]) -> None:
+    result = shell(f"\"$F\" {' '.join(options)} - <&-", cwd=tmp_path)
+    assert result.returncode == 2
+    assert b"flake8-autograd: stdin: cannot read standard input: it is closed\n" in result.stderr
+    assert b"internal error" not in result.stderr
+
+
 def test_a_closed_standard_output_with_nothing_to_write_is_fine(tmp_path: Path) -> None:
     (tmp_path / "clean.py").write_text("x = 1\n", encoding="utf-8")
     result = shell('"$F" clean.py >&-', cwd=tmp_path)

@@ -12,7 +12,7 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, TextIO, Tuple
+from typing import Callable, List, Optional, Sequence, TextIO, Tuple, Union
 
 from .command.files import is_excluded, python_files
 from .command.fixer import FixedFile, fix_source, fixed_files
@@ -103,20 +103,25 @@ def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]]) -> int:
 
 
 def _fix_all(settings: Settings) -> List[FixedFile]:
-    paths = python_files(settings.paths, settings.exclude)
+    paths = python_files(settings.paths, settings.exclude, _stdin_path(settings))
     write = settings.fix and not settings.diff
     results = fixed_files([path for path in paths if path != STDIN], settings.check, write, settings.jobs)
     if STDIN in paths:  # only with --diff: standard input cannot be rewritten
         name = settings.stdin_filename
         if name == "stdin" or not is_excluded(name, settings.exclude):
-            try:
-                data = sys.stdin.buffer.read()
-            except OSError as error:
-                failed = Outcome(name, error=f"cannot read standard input: {error}")
-                results.append(FixedFile(failed, 0, b"", b""))
+            data = _read_stdin(name)
+            if isinstance(data, Outcome):
+                results.append(FixedFile(data, 0, b"", b""))
             else:
                 results.append(fix_source(data, name, settings.check))
     return sorted(results, key=lambda result: result.outcome.path)
+
+
+def _stdin_path(settings: Settings) -> Optional[str]:
+    """The file standard input stands for, when a path is ``-`` and ``--stdin-filename`` names one."""
+    if STDIN not in settings.paths or settings.stdin_filename == "stdin":
+        return None
+    return settings.stdin_filename
 
 
 def _count(fixed: int, found: int) -> str:
@@ -135,7 +140,7 @@ def _current_directory() -> Path:
 
 
 def _check(settings: Settings) -> List[Outcome]:
-    paths = python_files(settings.paths, settings.exclude)
+    paths = python_files(settings.paths, settings.exclude, _stdin_path(settings))
     outcomes = check_files([path for path in paths if path != STDIN], settings.check, settings.jobs)
     if STDIN in paths:
         name = settings.stdin_filename
@@ -147,11 +152,21 @@ def _check(settings: Settings) -> List[Outcome]:
 
 
 def _check_stdin(name: str, settings: Settings) -> Outcome:
-    try:
-        data = sys.stdin.buffer.read()
-    except OSError as error:
-        return Outcome(name, error=f"cannot read standard input: {error}")
+    data = _read_stdin(name)
+    if isinstance(data, Outcome):
+        return data
     return check_source(data, name, settings.check)
+
+
+def _read_stdin(name: str) -> Union[bytes, Outcome]:
+    """The bytes of standard input, or the outcome that says why there are none."""
+    stream = sys.stdin
+    if stream is None:  # closed when the command started (``<&-``): Python gives no stream at all
+        return Outcome(name, error="cannot read standard input: it is closed")
+    try:
+        return stream.buffer.read()
+    except OSError as error:
+        return Outcome(name, error=f"cannot read standard input: {error.strerror or error}")
 
 
 def _say(message: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from typing import Hashable, Iterator, List, Sequence, Set
+from typing import Hashable, Iterator, List, Optional, Sequence, Set
 
 # Folders never walked into: tool and version-control state, virtualenvs, build output. They are
 # still checked when named on the command line.
@@ -43,13 +43,17 @@ def _matches(text: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(text, pattern) for pattern in patterns)
 
 
-def python_files(paths: Sequence[str], exclude: Sequence[str]) -> List[str]:
+def python_files(paths: Sequence[str], exclude: Sequence[str], stdin_path: Optional[str] = None) -> List[str]:
     """The files to check, each once, in the order found (``-`` stays as it is: standard input).
 
     A file named twice, also through a symbolic or hard link, is kept under the first name given:
     fixed twice, it would be counted twice, and the second fix would find the file changed under it.
+    The file ``stdin_path`` names (standard input's ``--stdin-filename``) is left out: standard input
+    stands for it (an editor sends the text not yet saved), and reporting both would report it twice.
     """
     seen: Set[Hashable] = set()
+    if stdin_path is not None:
+        seen.add(_identity(stdin_path))
     found: List[str] = []
     for path in paths:
         for name in _expand(path, exclude):

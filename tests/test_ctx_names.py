@@ -80,11 +80,22 @@ def test_configured_names(entries: List[str], expected: List[int]) -> None:
 
 @pytest.mark.parametrize(
     ("entries", "error"),
-    [(["ctx", "c-x"], "'c-x' is not a parameter name"), (["*_ctx"], "at least one plain name"), ([], "plain name")],
+    [
+        (["ctx", "c-x"], "'c-x' is not a parameter name"),
+        (["*_ctx"], "at least one plain name"),
+        ([], "plain name"),
+        (["class"], "'class' is a Python keyword"),
+        (["ctx", "None"], "'None' is a Python keyword"),
+    ],
 )
 def test_unusable_names_are_refused(entries: List[str], error: str) -> None:
     with pytest.raises(ConventionError, match=error):
         CtxNames.parse(entries)
+
+
+@pytest.mark.parametrize("name", ["match", "case", "type", "_"])
+def test_soft_keywords_are_names(name: str) -> None:
+    assert CtxNames.parse([name]).preferred == name
 
 
 def test_the_message_and_the_fix_use_the_first_plain_name() -> None:
@@ -137,6 +148,20 @@ def test_flake8_refuses_an_unusable_name(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("where", ["command line", "setup.cfg"])
+def test_flake8_refuses_a_keyword(tmp_path: Path, where: str) -> None:
+    (tmp_path / "ops.py").write_text(NAMED)
+    if where == "setup.cfg":
+        (tmp_path / "setup.cfg").write_text("[flake8]\nautograd-ctx-names = class\n")
+        result = flake8("--select", "AGF", "--autograd-preview", "ops.py", cwd=tmp_path)
+    else:
+        options = ("--autograd-ctx-names", "class")
+        result = flake8("--select", "AGF", "--autograd-preview", *options, "ops.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--autograd-ctx-names: 'class' is a Python keyword, which cannot name a parameter" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 # -- the command --------------------------------------------------------------------------------
 
 
@@ -170,6 +195,19 @@ def test_command_refuses_an_unusable_name(tmp_path: Path) -> None:
     result = command("ops.py", cwd=tmp_path)
     assert result.returncode == 2
     assert "ctx-names in" in result.stderr and "'c-x' is not a parameter name" in result.stderr
+
+
+def test_command_refuses_a_keyword_and_fixes_nothing(tmp_path: Path) -> None:
+    """Renamed to a keyword, the file would not parse, and every other fix of it would be dropped."""
+    (tmp_path / "ops.py").write_text(NAMED)
+    result = command("--fix", "--ctx-names", "None", "ops.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--ctx-names: 'None' is a Python keyword, which cannot name a parameter" in result.stderr
+    assert (tmp_path / "ops.py").read_text() == NAMED
+    (tmp_path / "pyproject.toml").write_text('[tool.flake8-autograd]\nctx-names = ["ctx", "class"]\n')
+    result = command("ops.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "ctx-names in" in result.stderr and "'class' is a Python keyword" in result.stderr
 
 
 def test_command_fix_keeps_underscored_ctx(tmp_path: Path) -> None:

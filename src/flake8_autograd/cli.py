@@ -1,9 +1,10 @@
 """``flake8-autograd [PATH ...]``: the engine the flake8 plugin runs, as a command of its own.
 
 Exit status: 0 nothing found, 1 findings, 2 a usage or configuration error, a file that could not
-be read, decoded or (with ``--fix``) written, or (with ``--diff``) named in a patch (the other files are
-still checked; 2 wins over 1), output that could not be written, or an internal error. With ``--fix``, the
-findings are those that remain; with ``--diff``, those found before any fix.
+be read, decoded or (with ``--fix``) written, a folder that could not be listed, or (with ``--diff``) a
+file named in a patch (the other files are still checked; 2 wins over 1), output that could not be
+written, or an internal error. With ``--fix``, the findings are those that remain; with ``--diff``, those
+found before any fix.
 """
 
 from __future__ import annotations
@@ -103,10 +104,11 @@ def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]]) -> int:
 
 
 def _fix_all(settings: Settings) -> List[FixedFile]:
-    paths = python_files(settings.paths, settings.exclude, _stdin_path(settings))
+    found = python_files(settings.paths, settings.exclude, _stdin_path(settings))
     write = settings.fix and not settings.diff
-    results = fixed_files([path for path in paths if path != STDIN], settings.check, write, settings.jobs)
-    if STDIN in paths:  # only with --diff: standard input cannot be rewritten
+    results = fixed_files([path for path in found.paths if path != STDIN], settings.check, write, settings.jobs)
+    results.extend(FixedFile(Outcome(folder, error=why), 0, b"", b"") for folder, why in found.unreadable)
+    if STDIN in found.paths:  # only with --diff: standard input cannot be rewritten
         name = settings.stdin_filename
         if name == "stdin" or not is_excluded(name, settings.exclude):
             data = _read_stdin(name)
@@ -140,9 +142,10 @@ def _current_directory() -> Path:
 
 
 def _check(settings: Settings) -> List[Outcome]:
-    paths = python_files(settings.paths, settings.exclude, _stdin_path(settings))
-    outcomes = check_files([path for path in paths if path != STDIN], settings.check, settings.jobs)
-    if STDIN in paths:
+    found = python_files(settings.paths, settings.exclude, _stdin_path(settings))
+    outcomes = check_files([path for path in found.paths if path != STDIN], settings.check, settings.jobs)
+    outcomes.extend(Outcome(folder, error=why) for folder, why in found.unreadable)
+    if STDIN in found.paths:
         name = settings.stdin_filename
         # As in flake8: a display name that the excludes match skips standard input too.
         if name == "stdin" or not is_excluded(name, settings.exclude):

@@ -5,6 +5,10 @@ be read, decoded or (with ``--fix``) written, a folder that could not be listed,
 file named in a patch (the other files are still checked; 2 wins over 1), output that could not be
 written, or an internal error. With ``--fix``, the findings are those that remain; with ``--diff``, those
 found before any fix.
+
+``--fix`` and ``--diff`` refuse the same files (see ``command.files.fix_refusal``): a link met while walking
+a folder that leads out of it, and any file outside the current folder. A link named on the command line
+is followed to the file it leads to, by both.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, TextIO, Tuple, Union
 
-from .command.files import is_excluded, python_files
+from .command.files import fix_refusal, is_excluded, python_files
 from .command.fixer import FixedFile, fix_source, fixed_files
 from .command.formats import FORMATS, Run
 from .command.patch import UnnamedInPatch, unified_diff
@@ -40,11 +44,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _main(argv: Optional[Sequence[str]]) -> int:
     try:
         settings = parse_settings(argv, _current_directory())
+        if settings.fix or settings.diff:
+            return _fix(settings)
     except UsageError as error:
         _say(str(error))
         return EXIT_ERROR
-    if settings.fix or settings.diff:
-        return _fix(settings)
     outcomes = _check(settings)
     for outcome in outcomes:
         if outcome.error:
@@ -106,7 +110,10 @@ def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]]) -> int:
 def _fix_all(settings: Settings) -> List[FixedFile]:
     found = python_files(settings.paths, settings.exclude, _stdin_path(settings))
     write = settings.fix and not settings.diff
-    results = fixed_files([path for path in found.paths if path != STDIN], settings.check, write, settings.jobs)
+    here = os.path.realpath(_current_directory())
+    files = [path for path in found.paths if path != STDIN]
+    refusals = {path: refusal for path in files if (refusal := fix_refusal(path, found.walked_from.get(path), here))}
+    results = fixed_files(files, settings.check, write, settings.jobs, refusals)
     results.extend(FixedFile(Outcome(folder, error=why), 0, b"", b"") for folder, why in found.unreadable)
     if STDIN in found.paths:  # only with --diff: standard input cannot be rewritten
         name = settings.stdin_filename

@@ -77,6 +77,36 @@ def python_files(paths: Sequence[str], exclude: Sequence[str], stdin_path: Optio
     return found
 
 
+def fix_refusal(path: str, walked_from: Optional[str], here: str) -> Optional[str]:
+    """Why ``--fix`` and ``--diff`` must leave ``path`` as it is whatever its fixes (the same answer for
+    both, so that the patch shown is what is written); None when they may change it.
+
+    ``walked_from`` is the folder whose walk met the file (None: named itself), ``here`` the real path
+    of the current folder. A file is followed to the file it is (through any link) and refused when that
+    is outside the folder walked: a link met there, leading elsewhere, was not named to be changed. It is
+    refused too outside the current folder, where a patch applied from here cannot name it.
+    """
+    real = os.path.realpath(path)
+    if walked_from is not None and not _within(real, os.path.realpath(walked_from)):
+        return (
+            f"a link out of the folder {walked_from}, left as it is: --fix and --diff change the file a link "
+            "met in a folder leads to only when it is inside that folder, or the link is named"
+        )
+    if not _within(real, here):
+        return (
+            "outside the current folder (or a link to a file there), left as it is: --fix changes only what "
+            "--diff can show in a patch applied from here; run from a folder that holds it"
+        )
+    return None
+
+
+def _within(real: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([real, folder]) == folder
+    except ValueError:  # on another drive (Windows)
+        return False
+
+
 def _identity(name: str) -> Hashable:
     """What tells one file from another: its device and inode, else (a missing file, a system without
     inodes) the path it resolves to."""

@@ -11,7 +11,8 @@ the whole class.
 
 Deeply nested code needs care. libcst's native parser overflows the C stack (a segfault that takes
 the whole flake8 run down) a few thousand levels deep, and its parse time grows faster than the
-depth: a class nested deeper than :data:`MAX_SYNTAX_DEPTH` is not parsed at all. libcst's position
+depth: a class nested deeper than :data:`MAX_SYNTAX_DEPTH` is not parsed at all (the checker reports
+that as AGF000 at the class). libcst's position
 pass recurses in Python once per level and fails a few hundred levels deep; there, positions come
 from flake8's ``ast`` tree instead, statement by statement.
 
@@ -37,7 +38,7 @@ from .walk import children
 
 _INDENTED_HEADER = "if 1:\n"
 
-# Deeper than this (as libcst nests it), a class is skipped: far from the C stack limit of the
+# Deeper than this (as libcst nests it), a class is skipped, with an AGF000 that says so: far from the C stack limit of the
 # native parser, and still parsed in well under a second.
 MAX_SYNTAX_DEPTH = 1_000
 

@@ -38,8 +38,8 @@ from .walk import children
 
 _INDENTED_HEADER = "if 1:\n"
 
-# Deeper than this (as libcst nests it), a class is skipped, with an AGF000 that says so: far from the C stack limit of the
-# native parser, and still parsed in well under a second.
+# Deeper than this (as libcst nests it), a class is skipped, with an AGF000 that says so: far from the C
+# stack limit of the native parser, and still parsed in well under a second.
 MAX_SYNTAX_DEPTH = 1_000
 
 Position = Tuple[int, int]

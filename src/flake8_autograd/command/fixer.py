@@ -18,13 +18,12 @@ import multiprocessing
 import os
 import stat
 import tempfile
-import tokenize
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..fixes import apply_fixes
 from ..rules.base import Finding
-from .runner import CheckOptions, Outcome, check_source, lint_lines, to_report
+from .runner import CheckOptions, Outcome, check_source, lint_lines, source_encoding, to_report
 
 # Each pass applies the fixes that do not overlap; one that overlapped is taken on the next pass.
 MAX_PASSES = 10
@@ -55,8 +54,7 @@ class _Text:
 def _decode_exactly(data: bytes) -> Optional[_Text]:
     """The text of a file as Python reads it, when re-encoding it gives the same bytes; else None."""
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        codec = codecs.lookup(encoding).name
+        codec = codecs.lookup(source_encoding(data)).name
     except (SyntaxError, LookupError):
         return None
     bom = b""

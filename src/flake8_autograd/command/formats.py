@@ -92,7 +92,10 @@ def sarif(reports: Sequence[Report], run: Run) -> str:
             {
                 "id": INTERNAL_ERROR,
                 "name": "InternalError",
-                "shortDescription": {"text": f"{TOOL_NAME} failed on a class; please report it"},
+                "shortDescription": {
+                    "text": f"{TOOL_NAME} could not check a class: it failed on it (please report it), or the "
+                    "class is nested too deeply to check"
+                },
                 "helpUri": PROJECT_URL,
             }
         )

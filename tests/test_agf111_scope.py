@@ -12,12 +12,16 @@ import ast
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable, Iterator, List, Tuple
 
 import pytest
 
-from conftest import lint
+from conftest import lint, source_lines
+from flake8_autograd.engine.checker import check_module
+from flake8_autograd.engine.scopes import ModuleScopes
 from flake8_autograd.fixes import computing_fixes
+from flake8_autograd.rules import PREVIEW_RULES, RULES
 from test_command import run, write
 from test_robustness import flake8
 
@@ -99,11 +103,45 @@ if sys.version_info >= (3, 10):
     SHADOWED["match capture"] = "def run(value, x):\n    match value:\n        case Fn:\n            return Fn()(x)"
 if sys.version_info >= (3, 12):
     SHADOWED["type parameter"] = "def run[Fn](x):\n    return Fn()(x)"
+    # A method sees its class's type parameters (they live in a scope around the class body).
+    SHADOWED["class type parameter read in a method"] = "class Other[Fn]:\n    def m(self, x):\n        return Fn()(x)"
+    SHADOWED["class type parameter read in a nested function"] = (
+        "class Other[Fn]:\n    def m(self, x):\n        def go():\n            return Fn()(x)\n        return go()"
+    )
+    SHADOWED["class type parameter read in the body"] = "class Other[Fn]:\n    made = Fn()"
 
 
 @pytest.mark.parametrize("source", SHADOWED.values(), ids=SHADOWED.keys())
 def test_a_name_bound_to_something_else_is_neither_reported_nor_fixed(source: str) -> None:
     assert agf111_lines(source) == []
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="PEP 695 type parameters parse from Python 3.12 on")
+def test_another_class_type_parameter_leaves_the_module_name_reported() -> None:
+    assert agf111_lines("class Other[T]:\n    def m(self, x):\n        return Fn()(x)\n") == [FN.count("\n") + 3]
+
+
+def _as_if_generic(tree: ast.Module, name: str, parameter: str) -> None:
+    """Give the class ``name`` of ``tree`` the type parameter ``parameter`` as Python 3.12's parser gives
+    ``class name[parameter]`` one (on any version: the scopes read the attribute)."""
+    node = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name)
+    type_var = getattr(ast, "TypeVar", None)
+    setattr(node, "type_params", [type_var(name=parameter) if type_var else SimpleNamespace(name=parameter)])
+
+
+@pytest.mark.parametrize("parameter, reported", [("Fn", False), ("T", True)])
+def test_a_class_type_parameter_is_seen_from_its_methods(parameter: str, reported: bool) -> None:
+    """``class Other[Fn]: def m(self, x): return Fn()(x)``: ``Fn`` is the type parameter, not the module's
+    Function (``class Other[T]`` leaves it the module's), read from the tree 3.12 would give."""
+    source = FN + "class Other:\n    def m(self, x):\n        return Fn()(x)\n"
+    tree = ast.parse(source)
+    _as_if_generic(tree, "Other", parameter)
+    scopes = ModuleScopes(tree, lambda node: isinstance(node, ast.Call) and isinstance(node.func, ast.Call))
+    ((_call, scope),) = scopes.found
+    assert (scopes.resolve(scope, "Fn") is scopes.module) is reported
+    lines = source_lines(source)
+    found = check_module(tree, lines, "example.py", (), RULES + PREVIEW_RULES)
+    assert [finding.code for finding in found if finding.code == "AGF111"] == (["AGF111"] if reported else [])
 
 
 # Each case reads the module's ``Fn`` (the line of each expected finding is marked ``# here``).

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -140,6 +142,39 @@ def test_stdin_with_and_without_a_filename(tmp_path: Path) -> None:
 def test_stdin_named_by_an_excluded_path_is_skipped(tmp_path: Path) -> None:
     result = run("-", "--stdin-filename", "gen/scale.py", "--exclude", "gen/*", cwd=tmp_path, stdin=SCALE.encode())
     assert (result.returncode, result.stdout) == (0, "")
+
+
+@pytest.mark.parametrize("mode", [[], ["--diff"]], ids=["check", "diff"])
+def test_stdin_named_as_a_file_also_given_is_checked_once(tmp_path: Path, mode: List[str]) -> None:
+    """Standard input stands for the file it is named after (an editor's unsaved text): not both."""
+    write(tmp_path, {"ops/scale.py": LEGACY})
+    result = run(
+        "--preview", *mode, "--stdin-filename", "ops/scale.py", "-", "ops/scale.py", ".", cwd=tmp_path,
+        stdin=SCALE.encode(),
+    )
+    if mode:
+        assert result.stdout.count("--- a/ops/scale.py") == 1
+        assert "would fix 1 of 2 findings in 1 file" in result.stderr
+    else:
+        assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["ops/scale.py"] * 2
+        assert codes_of(result) == SCALE_PREVIEW_CODES  # standard input's text, not the file's
+
+
+def test_an_abbreviated_option_is_refused(tmp_path: Path) -> None:
+    """``--fi`` is not taken for ``--fix``, which would rewrite the file."""
+    write(tmp_path, {"legacy.py": LEGACY})
+    result = run("--fi", "legacy.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "unrecognized arguments: --fi" in result.stderr
+    assert (tmp_path / "legacy.py").read_text(encoding="utf-8") == LEGACY
+
+
+def test_jobs_are_at_most_one_per_cpu(tmp_path: Path) -> None:
+    from flake8_autograd.command.settings import parse_settings, usable_cpus
+
+    assert parse_settings(["-j", "100000"], tmp_path).jobs == usable_cpus()
+    assert parse_settings(["-j", "auto"], tmp_path).jobs == usable_cpus()
+    assert parse_settings(["-j", "1"], tmp_path).jobs == 1
 
 
 @pytest.mark.parametrize(
@@ -332,6 +367,68 @@ def test_unreadable_and_undecodable_files_are_reported_and_the_rest_checked(tmp_
     for name in ["dangling.py", "missing.py"]:
         assert any(name in line and "cannot read" in line for line in complaints), name
     assert "Traceback" not in result.stderr
+
+
+def run_without_root_access(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The command as root without the capabilities that let root read any file or folder: it then meets
+    permissions as their owner does (the interpreter, root's, stays readable)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("needs root and setpriv to take the right to read any folder away")
+    command = [setpriv, "--bounding-set=-dac_override,-dac_read_search", COMMAND, *args]
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+    if "setpriv:" in result.stderr:
+        pytest.skip(f"cannot drop capabilities here: {result.stderr.strip()}")
+    return result
+
+
+@pytest.fixture
+def unreadable_folder(tmp_path: Path) -> Iterator[Path]:
+    write(tmp_path, {"ok.py": SCALE, "secret/scale.py": SCALE})
+    (tmp_path / "secret").chmod(0)
+    yield tmp_path
+    (tmp_path / "secret").chmod(0o755)
+
+
+@pytest.mark.parametrize("mode", [[], ["--fix"]], ids=["check", "fix"])
+def test_an_unreadable_folder_is_an_error_exit_2(unreadable_folder: Path, mode: List[str]) -> None:
+    named = run_without_root_access(*mode, "secret", cwd=unreadable_folder)
+    assert named.returncode == 2
+    assert "flake8-autograd: secret: cannot read the folder: Permission denied" in named.stderr.splitlines()
+    walked = run_without_root_access(*mode, ".", cwd=unreadable_folder)
+    assert walked.returncode == 2
+    assert f"flake8-autograd: {os.path.join('.', 'secret')}: cannot read the folder: Permission denied" in walked.stderr
+    if mode:  # the readable file is still fixed
+        assert "fixed 1 of 1 finding in 1 file" in walked.stderr
+    else:
+        assert codes_of(walked) == SCALE_CODES
+
+
+def test_an_unreadable_folder_fails_the_sarif_run(unreadable_folder: Path) -> None:
+    result = run_without_root_access("--format", "sarif", ".", cwd=unreadable_folder)
+    assert result.returncode == 2
+    invocation = json.loads(result.stdout)["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    notes = [note["message"]["text"] for note in invocation["toolExecutionNotifications"]]
+    assert notes == [f"{os.path.join('.', 'secret')}: cannot read the folder: Permission denied"]
+
+
+def test_a_folder_that_cannot_be_listed_is_in_the_file_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wherever the walk meets the error (as root, no permission stops it)."""
+    from flake8_autograd.command import files
+
+    write(tmp_path, {"pkg/scale.py": SCALE})
+    real_walk = os.walk
+
+    def walk_denied_below(top: str, onerror: Optional[Callable[[OSError], None]] = None) -> Iterator[object]:
+        assert onerror is not None
+        onerror(PermissionError(13, "Permission denied", os.path.join(top, "secret")))
+        yield from real_walk(top, onerror=onerror)
+
+    monkeypatch.setattr(files.os, "walk", walk_denied_below)
+    found = files.python_files([str(tmp_path)], ())
+    assert found.paths == [str(tmp_path / "pkg" / "scale.py")]
+    assert found.unreadable == [(str(tmp_path / "secret"), "cannot read the folder: Permission denied")]
 
 
 def test_undecodable_standard_input_exits_2(tmp_path: Path) -> None:

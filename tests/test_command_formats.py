@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any, Dict, List
+from urllib.parse import unquote_to_bytes
 
 import pytest
 
 from flake8_autograd.rules import PREVIEW_RULES, RULES
-from test_command import SCALE, run, write
+from test_command import COMMAND, SCALE, run, write
 
 REPOSITORY = "https://github.com/flake8-autograd/flake8-autograd"
 
@@ -54,6 +57,25 @@ def test_json_of_a_clean_run_is_an_empty_list(tmp_path: Path) -> None:
     write(tmp_path, {"clean.py": "x = 1\n"})
     result = run("--format", "json", ".", cwd=tmp_path)
     assert (result.returncode, json.loads(result.stdout)) == (0, [])
+
+
+def test_json_and_github_name_a_file_that_is_not_utf8_in_valid_unicode(tmp_path: Path) -> None:
+    """Lone surrogates (``bad\\udcff.py``) are not Unicode: jq and browsers read them as U+FFFD and the name
+    is lost. The JSON path shows U+FFFD, and ``path_bytes`` keeps the exact name; GitHub gets U+FFFD."""
+    write(tmp_path, {"e/good.py": SCALE})
+    (tmp_path / "e" / os.fsdecode(b"bad\xff\xfe.py")).write_text(SCALE, encoding="utf-8")
+    result = subprocess.run([COMMAND, "--format", "json", "e"], cwd=tmp_path, capture_output=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    items = json.loads(result.stdout.decode("utf-8", "strict"))
+    named = {(item["path"], item.get("path_bytes")) for item in items}
+    assert named == {("e/bad\ufffd\ufffd.py", "e/bad%FF%FE.py"), ("e/good.py", None)}
+    for item in items:
+        item["path"].encode("utf-8")  # no lone surrogate
+        if "path_bytes" in item:
+            assert unquote_to_bytes(item["path_bytes"]) == b"e/bad\xff\xfe.py"
+    result = subprocess.run([COMMAND, "--format", "github", "e"], cwd=tmp_path, capture_output=True, timeout=300)
+    lines = result.stdout.decode("utf-8", "strict").splitlines()
+    assert [line.split(",")[0] for line in lines] == ["::error file=e/bad\ufffd\ufffd.py", "::error file=e/good.py"]
 
 
 def sarif_log(tmp_path: Path, *options: str) -> Dict[str, Any]:

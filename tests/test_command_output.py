@@ -102,6 +102,14 @@ def test_a_closed_standard_output_is_an_error_exit_2(tmp_path: Path, options: Li
     assert b"flake8-autograd: cannot write the output: standard output is closed" in result.stderr
 
 
+@pytest.mark.parametrize("options", [[], ["--diff"]], ids=["check", "diff"])
+def test_a_closed_standard_input_is_an_error_exit_2(tmp_path: Path, options: List[str]) -> None:
+    result = shell(f"\"$F\" {' '.join(options)} - <&-", cwd=tmp_path)
+    assert result.returncode == 2
+    assert b"flake8-autograd: stdin: cannot read standard input: it is closed\n" in result.stderr
+    assert b"internal error" not in result.stderr
+
+
 def test_a_closed_standard_output_with_nothing_to_write_is_fine(tmp_path: Path) -> None:
     (tmp_path / "clean.py").write_text("x = 1\n", encoding="utf-8")
     result = shell('"$F" clean.py >&-', cwd=tmp_path)
@@ -243,7 +251,7 @@ def test_diff_through_a_link_names_the_file_it_points_to(tmp_path: Path, tool: s
     assert (results["patched"] / "0.py").is_symlink()
 
 
-def test_diff_refuses_a_file_outside_the_current_folder(tmp_path: Path) -> None:
+def test_diff_and_fix_refuse_a_file_outside_the_current_folder(tmp_path: Path) -> None:
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "x.py").write_text(BROKEN, encoding="utf-8")
     here = tmp_path / "out" / "a" / "b"
@@ -253,11 +261,15 @@ def test_diff_refuses_a_file_outside_the_current_folder(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "../" not in result.stdout
     assert result.stdout.startswith("--- a/inside.py\n+++ b/inside.py\n@@ ")  # the other file's fixes still
-    assert result.stderr.splitlines() == [
-        "flake8-autograd: ../../../c/x.py: outside the current folder (or a link to a file there), so a patch "
-        "applied from here cannot name it; run --diff from a folder that holds it",
-        "would fix 2 of 6 findings in 1 file",
-    ]
+    refusal = (
+        "flake8-autograd: ../../../c/x.py: outside the current folder (or a link to a file there), left as it is: "
+        "--fix changes only what --diff can show in a patch applied from here; run from a folder that holds it"
+    )
+    assert result.stderr.splitlines() == [refusal, "would fix 2 of 6 findings in 1 file"]
+    # --fix leaves the same file as it is: the patch shown is what it writes.
+    fixed = run("--preview", "--fix", "../../../c/x.py", "inside.py", cwd=here)
+    assert fixed.returncode == 2
+    assert fixed.stderr.splitlines() == [refusal, "fixed 2 of 6 findings in 1 file"]
     assert (tmp_path / "c" / "x.py").read_text(encoding="utf-8") == BROKEN
     assert run("--diff", "x.py", cwd=tmp_path / "c").returncode == 1  # from its own folder it is named
 

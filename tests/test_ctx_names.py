@@ -80,11 +80,22 @@ def test_configured_names(entries: List[str], expected: List[int]) -> None:
 
 @pytest.mark.parametrize(
     ("entries", "error"),
-    [(["ctx", "c-x"], "'c-x' is not a parameter name"), (["*_ctx"], "at least one plain name"), ([], "plain name")],
+    [
+        (["ctx", "c-x"], "'c-x' is not a parameter name"),
+        (["*_ctx"], "at least one plain name"),
+        ([], "plain name"),
+        (["class"], "'class' is a Python keyword"),
+        (["ctx", "None"], "'None' is a Python keyword"),
+    ],
 )
 def test_unusable_names_are_refused(entries: List[str], error: str) -> None:
     with pytest.raises(ConventionError, match=error):
         CtxNames.parse(entries)
+
+
+@pytest.mark.parametrize("name", ["match", "case", "type", "_"])
+def test_soft_keywords_are_names(name: str) -> None:
+    assert CtxNames.parse([name]).preferred == name
 
 
 def test_the_message_and_the_fix_use_the_first_plain_name() -> None:
@@ -137,6 +148,20 @@ def test_flake8_refuses_an_unusable_name(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("where", ["command line", "setup.cfg"])
+def test_flake8_refuses_a_keyword(tmp_path: Path, where: str) -> None:
+    (tmp_path / "ops.py").write_text(NAMED)
+    if where == "setup.cfg":
+        (tmp_path / "setup.cfg").write_text("[flake8]\nautograd-ctx-names = class\n")
+        result = flake8("--select", "AGF", "--autograd-preview", "ops.py", cwd=tmp_path)
+    else:
+        options = ("--autograd-ctx-names", "class")
+        result = flake8("--select", "AGF", "--autograd-preview", *options, "ops.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--autograd-ctx-names: 'class' is a Python keyword, which cannot name a parameter" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 # -- the command --------------------------------------------------------------------------------
 
 
@@ -172,6 +197,19 @@ def test_command_refuses_an_unusable_name(tmp_path: Path) -> None:
     assert "ctx-names in" in result.stderr and "'c-x' is not a parameter name" in result.stderr
 
 
+def test_command_refuses_a_keyword_and_fixes_nothing(tmp_path: Path) -> None:
+    """Renamed to a keyword, the file would not parse, and every other fix of it would be dropped."""
+    (tmp_path / "ops.py").write_text(NAMED)
+    result = command("--fix", "--ctx-names", "None", "ops.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--ctx-names: 'None' is a Python keyword, which cannot name a parameter" in result.stderr
+    assert (tmp_path / "ops.py").read_text() == NAMED
+    (tmp_path / "pyproject.toml").write_text('[tool.flake8-autograd]\nctx-names = ["ctx", "class"]\n')
+    result = command("ops.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "ctx-names in" in result.stderr and "'class' is a Python keyword" in result.stderr
+
+
 def test_command_fix_keeps_underscored_ctx(tmp_path: Path) -> None:
     path = tmp_path / "ops.py"
     path.write_text(NAMED)
@@ -180,3 +218,47 @@ def test_command_fix_keeps_underscored_ctx(tmp_path: Path) -> None:
     text = path.read_text()
     assert "def forward(_ctx, x):  # unused" in text and "def backward(func_ctx, grad):" in text
     assert "def forward(context" not in text and "def backward(self" not in text
+
+
+# -- names written in other forms of the same letters ---------------------------------------------
+# Python reads identifiers NFKC-normalized: ``ｃｔｘ`` (fullwidth) is ``ctx``, and ``ｃｔｘ.ｘ`` is ``ctx.x``.
+FULLWIDTH = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(\uff43\uff54\uff58, x):
+            \uff43\uff54\uff58.\uff58 = 2
+            return x * 2
+
+        @staticmethod
+        def backward(\uff43\uff54\uff58, grad):
+            return grad * ctx.x
+    """
+)
+
+
+def test_identifiers_are_read_as_python_reads_them() -> None:
+    findings = check_module(ast.parse(FULLWIDTH), source_lines(FULLWIDTH), "ops.py", (), ALL_RULES)
+    assert [finding.message for finding in findings] == []  # no AGF002 for ctx, no AGF124 for ctx.x
+
+
+def test_identifiers_are_read_as_python_reads_them_by_flake8_and_the_command(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(FULLWIDTH, encoding="utf-8")
+    through_flake8 = flake8("--select", "AGF", "--autograd-preview", "ops.py", cwd=tmp_path)
+    assert (through_flake8.returncode, through_flake8.stdout) == (0, "")
+    through_command = command("ops.py", cwd=tmp_path)
+    assert (through_command.returncode, through_command.stdout, through_command.stderr) == (0, "", "")
+
+
+def test_a_fix_that_would_rewrite_such_a_name_is_withheld() -> None:
+    """``ｓｅｌｆ`` is ``self``: reported, but its rename is not made (the fix regenerates the name as
+    Python reads it, which the file does not hold)."""
+    source = FULLWIDTH.replace("\uff43\uff54\uff58", "\uff53\uff45\uff4c\uff46").replace("ctx.x", "self.x")
+    findings = check_module(ast.parse(source), source_lines(source), "ops.py", (), ALL_RULES)
+    assert [(finding.line, finding.code) for finding in findings] == [(6, "AGF002"), (11, "AGF002")]
+    assert "takes 'self' first" in findings[0].message
+    fixed, count, _findings, _notice = fix_text(source, "ops.py", CheckOptions(preview=True))
+    assert (fixed, count) == (source, 0)

@@ -246,6 +246,47 @@ def test_the_deepest_expressions_through_the_command(tmp_path: Path) -> None:
     assert_every_class_checked(run, written)
 
 
+# -- a class too deep to parse ------------------------------------------------------------------------
+def _too_deep_module(test: str) -> str:
+    """Two legacy classes (AGF001 each): ``Deep``, whose forward holds ``test`` (nested past the limit as
+    libcst counts), at line 4; ``Shallow`` after it."""
+    return (
+        "import torch\n\n\nclass Deep(torch.autograd.Function):\n"
+        f"    def forward(ctx, x, k):\n{test}        return x\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g, None\n\n\n"
+        "class Shallow(torch.autograd.Function):\n    def forward(ctx, x):\n        return x\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g\n"
+    )
+
+
+# A chain of elif branches, which CPython compiles and runs (pyflakes does not: it recurses once a branch);
+# a chain of ``and`` operands, flat for ast (and pyflakes), one level each for libcst.
+ELIF_CHAIN = "".join(f"        {'elif' if k else 'if'} k == {k}:\n            x = x * {k}\n" for k in range(1100))
+AND_CHAIN = "        if " + " and ".join(["k"] * 1100) + ":\n            x = x * 2\n"
+TOO_DEEP = (
+    "AGF000 Deep is nested too deeply to check (more than 1000 levels, such as a chain of 1000 elif branches); "
+    "none of its findings are reported"
+)
+
+
+@pytest.mark.parametrize("test", [ELIF_CHAIN, AND_CHAIN], ids=["elif-chain", "and-chain"])
+def test_a_class_too_deep_to_parse_is_said_so_by_the_command(tmp_path: Path, test: str) -> None:
+    (tmp_path / "deep.py").write_text(_too_deep_module(test))
+    result = subprocess.run([COMMAND, "deep.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"deep.py:4:1: {TOO_DEEP}"
+    assert len(lines) == 2 and " AGF001 Shallow.forward " in lines[1]  # the rest of the file is checked
+
+
+def test_a_class_too_deep_to_parse_is_said_so_through_flake8(tmp_path: Path) -> None:
+    (tmp_path / "deep.py").write_text(_too_deep_module(AND_CHAIN))
+    run = flake8(tmp_path, "deep.py")
+    assert run.returncode == 1, run.stderr
+    assert f"deep.py:4:1: {TOO_DEEP}" in run.stdout.splitlines()
+    assert [code for _line, code in run.findings] == ["AGF000", "AGF001"]
+
+
 # -- form feeds in indentation ----------------------------------------------------------------------
 # Two classes, one nested in a function; AGF001, AGF002 and AGF004 in each, all with a fix. AGF002 and
 # AGF004 are preview rules: the tests below turn preview on, so that every finding and fix is there.

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import textwrap
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
@@ -296,3 +296,86 @@ def test_a_file_and_a_hard_link_to_it_are_fixed_and_counted_once(tmp_path: Path)
     result = run("--preview", "--fix", "-j", "2", "b.py", "a.py", cwd=tmp_path)
     assert_fixed_everything(result)
     assert (tmp_path / "a.py").read_text(encoding="utf-8") == LEGACY_RELU_FIXED
+
+
+# -- links that lead elsewhere ---------------------------------------------------------------------------
+
+
+def symlink(link: Path, target: str) -> None:
+    try:
+        link.symlink_to(target)
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise
+        pytest.skip("symbolic links are not available here")
+
+
+def refusals(result: subprocess.CompletedProcess[str]) -> List[str]:
+    """What stderr says about each file, without the summary (which --fix and --diff word differently)."""
+    return [line for line in result.stderr.splitlines() if line.startswith("flake8-autograd: ")]
+
+
+@pytest.fixture
+def project_with_a_vendored_link(tmp_path: Path) -> Path:
+    """``project/pkg/vendored.py``, a link to a file outside the project; ``project/pkg/own.py``, its own."""
+    legacy_file(tmp_path, "vendored.py")
+    package = tmp_path / "project" / "pkg"
+    package.mkdir(parents=True)
+    legacy_file(package, "own.py")
+    symlink(package / "vendored.py", "../../vendored.py")
+    return tmp_path / "project"
+
+
+def test_a_link_met_in_a_folder_is_not_followed_out_of_it(project_with_a_vendored_link: Path) -> None:
+    project = project_with_a_vendored_link
+    outside = project.parent / "vendored.py"
+    shown = run("--preview", "--diff", ".", cwd=project)
+    fixed = run("--preview", "--fix", ".", cwd=project)
+    assert shown.returncode == fixed.returncode == 2
+    link = os.path.join(".", "pkg", "vendored.py")
+    expected = [
+        f"flake8-autograd: {link}: a link out of the folder ., left as it is: --fix and --diff change the file "
+        "a link met in a folder leads to only when it is inside that folder, or the link is named"
+    ]
+    assert refusals(shown) == refusals(fixed) == expected
+    assert shown.stdout.count("--- a/") == 1 and "--- a/pkg/own.py\n" in shown.stdout
+    assert "would fix 2 of 4 findings in 1 file" in shown.stderr
+    assert "fixed 2 of 4 findings in 1 file" in fixed.stderr
+    assert [line.split(":")[0] for line in fixed.stdout.splitlines()] == [link, link]  # its findings, still
+    assert outside.read_text(encoding="utf-8") == LEGACY_RELU
+    assert (project / "pkg" / "own.py").read_text(encoding="utf-8") == LEGACY_RELU_FIXED
+
+
+def test_a_link_within_the_current_folder_but_out_of_the_folder_walked_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    (tmp_path / "pkg").mkdir()
+    legacy_file(tmp_path / "other", "x.py")
+    symlink(tmp_path / "pkg" / "x.py", "../other/x.py")
+    shown = run("--preview", "--diff", "pkg", cwd=tmp_path)
+    fixed = run("--preview", "--fix", "pkg", cwd=tmp_path)
+    assert shown.returncode == fixed.returncode == 2
+    assert refusals(shown) == refusals(fixed) != []
+    assert shown.stdout == ""
+    assert (tmp_path / "other" / "x.py").read_text(encoding="utf-8") == LEGACY_RELU
+    # Walked from a folder that holds what it leads to, the link is the file it names: fixed once.
+    assert_fixed_everything(run("--preview", "--fix", ".", cwd=tmp_path))
+
+
+def test_a_named_link_is_followed_by_both_modes_within_the_current_folder_only(
+    project_with_a_vendored_link: Path,
+) -> None:
+    project = project_with_a_vendored_link
+    symlink(project / "inside.py", "pkg/own.py")
+    shown = run("--preview", "--diff", "inside.py", cwd=project)
+    assert shown.returncode == 1 and shown.stdout.startswith("--- a/pkg/own.py\n")
+    assert_fixed_everything(run("--preview", "--fix", "inside.py", cwd=project))
+    assert (project / "pkg" / "own.py").read_text(encoding="utf-8") == LEGACY_RELU_FIXED
+    # A link to a file outside the current folder: the patch cannot name it, so neither mode changes it.
+    shown = run("--preview", "--diff", "pkg/vendored.py", cwd=project)
+    fixed = run("--preview", "--fix", "pkg/vendored.py", cwd=project)
+    assert shown.returncode == fixed.returncode == 2
+    assert refusals(shown) == refusals(fixed) == [
+        "flake8-autograd: pkg/vendored.py: outside the current folder (or a link to a file there), left as it is: "
+        "--fix changes only what --diff can show in a patch applied from here; run from a folder that holds it"
+    ]
+    assert (project.parent / "vendored.py").read_text(encoding="utf-8") == LEGACY_RELU

@@ -191,6 +191,31 @@ def test_encoding_bom_newlines_and_mode_are_kept(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(tmp_path / "latin.py").st_mode) == 0o604
 
 
+@pytest.mark.parametrize(
+    "encoding, header",
+    [
+        ("latin-1", LATIN_HEADER),
+        ("cp1252", "# -*- coding: cp1252 -*-\n# \u20ac caf\u00e9\n"),
+        ("shift_jis", "# -*- coding: shift_jis -*-\n# \u8868\u793a\n"),  # the second byte of each is 0x5C
+        ("latin-1", "#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\n# caf\u00e9\n"),  # second line
+    ],
+    ids=["latin-1", "cp1252", "shift_jis", "cookie-on-the-second-line"],
+)
+def test_a_cr_only_file_with_a_coding_cookie_is_read_as_python_reads_it(
+    tmp_path: Path, encoding: str, header: str
+) -> None:
+    """Classic Mac line endings: Python finds the cookie in the first two lines split at CR too."""
+    data = (header + BROKEN).replace("\n", "\r").encode(encoding)
+    compile(data, "mac.py", "exec")  # Python reads it
+    (tmp_path / "mac.py").write_bytes(data)
+    checked = run("--preview", "mac.py", cwd=tmp_path)
+    assert checked.stderr == ""
+    assert [line.split(" ")[1] for line in checked.stdout.splitlines()] == ["AGF001", "AGF002", "AGF004"]
+    fixed = run("--preview", "--fix", "mac.py", cwd=tmp_path)
+    assert "fixed 2 of 3 findings in 1 file" in fixed.stderr, fixed.stderr
+    assert (tmp_path / "mac.py").read_bytes() == (header + BROKEN_FIXED).replace("\n", "\r").encode(encoding)
+
+
 def test_files_are_replaced_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "mul.py").write_text(BROKEN, encoding="utf-8")
     replaced: List[Tuple[str, str]] = []

@@ -1,9 +1,14 @@
 """``flake8-autograd [PATH ...]``: the engine the flake8 plugin runs, as a command of its own.
 
 Exit status: 0 nothing found, 1 findings, 2 a usage or configuration error, a file that could not
-be read, decoded or (with ``--fix``) written, or (with ``--diff``) named in a patch (the other files are
-still checked; 2 wins over 1), output that could not be written, or an internal error. With ``--fix``, the
-findings are those that remain; with ``--diff``, those found before any fix.
+be read, decoded or (with ``--fix``) written, a folder that could not be listed, or (with ``--diff``) a
+file named in a patch (the other files are still checked; 2 wins over 1), output that could not be
+written, or an internal error. With ``--fix``, the findings are those that remain; with ``--diff``, those
+found before any fix.
+
+``--fix`` and ``--diff`` refuse the same files (see ``command.files.fix_refusal``): a link met while walking
+a folder that leads out of it, and any file outside the current folder. A link named on the command line
+is followed to the file it leads to, by both.
 """
 
 from __future__ import annotations
@@ -12,9 +17,9 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, TextIO, Tuple
+from typing import Callable, List, Optional, Sequence, TextIO, Tuple, Union
 
-from .command.files import is_excluded, python_files
+from .command.files import fix_refusal, is_excluded, python_files
 from .command.fixer import FixedFile, fix_source, fixed_files
 from .command.formats import FORMATS, Run
 from .command.patch import UnnamedInPatch, unified_diff
@@ -39,11 +44,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _main(argv: Optional[Sequence[str]]) -> int:
     try:
         settings = parse_settings(argv, _current_directory())
+        if settings.fix or settings.diff:
+            return _fix(settings)
     except UsageError as error:
         _say(str(error))
         return EXIT_ERROR
-    if settings.fix or settings.diff:
-        return _fix(settings)
     outcomes = _check(settings)
     for outcome in outcomes:
         if outcome.error:
@@ -105,17 +110,19 @@ def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]], settings:
 
 
 def _fix_all(settings: Settings) -> List[FixedFile]:
-    paths = python_files(settings.paths, settings.exclude)
+    found = python_files(settings.paths, settings.exclude, _stdin_path(settings))
     write = settings.fix and not settings.diff
-    results = fixed_files([path for path in paths if path != STDIN], settings.check, write, settings.jobs)
-    if STDIN in paths:  # only with --diff: standard input cannot be rewritten
+    here = os.path.realpath(_current_directory())
+    files = [path for path in found.paths if path != STDIN]
+    refusals = {path: refusal for path in files if (refusal := fix_refusal(path, found.walked_from.get(path), here))}
+    results = fixed_files(files, settings.check, write, settings.jobs, refusals)
+    results.extend(FixedFile(Outcome(folder, error=why), 0, b"", b"") for folder, why in found.unreadable)
+    if STDIN in found.paths:  # only with --diff: standard input cannot be rewritten
         name = settings.stdin_filename
         if name == "stdin" or not is_excluded(name, settings.exclude):
-            try:
-                data = sys.stdin.buffer.read()
-            except OSError as error:
-                failed = Outcome(name, error=f"cannot read standard input: {error}")
-                results.append(FixedFile(failed, 0, b"", b""))
+            data = _read_stdin(name)
+            if isinstance(data, Outcome):
+                results.append(FixedFile(data, 0, b"", b""))
             else:
                 results.append(fix_source(data, name, settings.check))
     return sorted(results, key=lambda result: result.outcome.path)
@@ -127,6 +134,13 @@ def _unsafe_hint(remaining: Sequence[Report], settings: Settings) -> str:
         return ""
     unsafe = sum(1 for report in remaining if report.applicability == "unsafe")
     return f" ({unsafe} more with --unsafe-fixes)" if unsafe else ""
+
+
+def _stdin_path(settings: Settings) -> Optional[str]:
+    """The file standard input stands for, when a path is ``-`` and ``--stdin-filename`` names one."""
+    if STDIN not in settings.paths or settings.stdin_filename == "stdin":
+        return None
+    return settings.stdin_filename
 
 
 def _count(fixed: int, found: int) -> str:
@@ -145,9 +159,10 @@ def _current_directory() -> Path:
 
 
 def _check(settings: Settings) -> List[Outcome]:
-    paths = python_files(settings.paths, settings.exclude)
-    outcomes = check_files([path for path in paths if path != STDIN], settings.check, settings.jobs)
-    if STDIN in paths:
+    found = python_files(settings.paths, settings.exclude, _stdin_path(settings))
+    outcomes = check_files([path for path in found.paths if path != STDIN], settings.check, settings.jobs)
+    outcomes.extend(Outcome(folder, error=why) for folder, why in found.unreadable)
+    if STDIN in found.paths:
         name = settings.stdin_filename
         # As in flake8: a display name that the excludes match skips standard input too.
         if name == "stdin" or not is_excluded(name, settings.exclude):
@@ -157,11 +172,21 @@ def _check(settings: Settings) -> List[Outcome]:
 
 
 def _check_stdin(name: str, settings: Settings) -> Outcome:
-    try:
-        data = sys.stdin.buffer.read()
-    except OSError as error:
-        return Outcome(name, error=f"cannot read standard input: {error}")
+    data = _read_stdin(name)
+    if isinstance(data, Outcome):
+        return data
     return check_source(data, name, settings.check)
+
+
+def _read_stdin(name: str) -> Union[bytes, Outcome]:
+    """The bytes of standard input, or the outcome that says why there are none."""
+    stream = sys.stdin
+    if stream is None:  # closed when the command started (``<&-``): Python gives no stream at all
+        return Outcome(name, error="cannot read standard input: it is closed")
+    try:
+        return stream.buffer.read()
+    except OSError as error:
+        return Outcome(name, error=f"cannot read standard input: {error.strerror or error}")
 
 
 def _say(message: str) -> None:

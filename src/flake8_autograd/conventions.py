@@ -8,6 +8,7 @@ nothing heavy.
 from __future__ import annotations
 
 import fnmatch
+import keyword
 import re
 from dataclasses import dataclass
 from typing import Iterable, Tuple
@@ -38,11 +39,15 @@ class CtxNames:
     @classmethod
     def parse(cls, values: Iterable[str]) -> "CtxNames":
         """The names from an option's values; raises ConventionError for an entry that is not a name or
-        pattern, or a list with no plain name."""
+        pattern (a keyword included), or a list with no plain name."""
         entries = tuple(value.strip() for value in values if value.strip())
         for entry in entries:
             if not _ENTRY.match(entry):
                 raise ConventionError(f"{entry!r} is not a parameter name or a pattern of one (letters, digits, _, *)")
+            # The fix would rename the parameter to it, and no file would parse after that. Soft keywords
+            # (``match``, ``case``, ``type``, ``_``) are names like any other outside their statements.
+            if keyword.iskeyword(entry):
+                raise ConventionError(f"{entry!r} is a Python keyword, which cannot name a parameter")
         if not any("*" not in entry for entry in entries):
             raise ConventionError(
                 "needs at least one plain name (without *), the one findings suggest and the fix renames to"

@@ -34,3 +34,13 @@ def internal_error(line: int, column: int, where: str, error: Exception) -> Find
     """An exception the engine caught while checking ``where``, as a finding instead of a crash."""
     message = f"{INTERNAL_ERROR} internal error while checking {where}: {type(error).__name__}; please report"
     return Finding(line, column, INTERNAL_ERROR, message)
+
+
+def too_deep(line: int, column: int, where: str, limit: int) -> Finding:
+    """A class the engine does not parse because its code nests deeper than ``limit`` levels: said at the
+    class, so that a class is never skipped in silence."""
+    message = (
+        f"{INTERNAL_ERROR} {where} is nested too deeply to check (more than {limit} levels, such as a chain of "
+        f"{limit} elif branches); none of its findings are reported"
+    )
+    return Finding(line, column, INTERNAL_ERROR, message)

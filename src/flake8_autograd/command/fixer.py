@@ -18,14 +18,13 @@ import multiprocessing
 import os
 import stat
 import tempfile
-import tokenize
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..fixes import apply_fixes_taken
 from ..rules.base import Finding
-from .runner import CheckOptions, Outcome, check_source, lint_lines, to_report
+from .runner import CheckOptions, Outcome, check_source, lint_lines, source_encoding, to_report
 
 # Each pass applies the fixes that do not overlap; one that overlapped is taken on the next pass.
 # A pass redone without a failed fix counts too, so a run ends after at most this many lint passes.
@@ -57,8 +56,7 @@ class _Text:
 def _decode_exactly(data: bytes) -> Optional[_Text]:
     """The text of a file as Python reads it, when re-encoding it gives the same bytes; else None."""
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        codec = codecs.lookup(encoding).name
+        codec = codecs.lookup(source_encoding(data)).name
     except (SyntaxError, LookupError):
         return None
     bom = b""
@@ -177,14 +175,20 @@ def fix_source(data: bytes, path: str, options: CheckOptions) -> FixedFile:
     return FixedFile(outcome, fixed, data, after)
 
 
-def fix_file(path: str, options: CheckOptions, write: bool) -> FixedFile:
-    """Fix one file, and write it when ``write`` and something was fixed; never raises."""
+def fix_file(path: str, options: CheckOptions, write: bool, refusal: Optional[str] = None) -> FixedFile:
+    """Fix one file, and write it when ``write`` and something was fixed; never raises.
+
+    A file with a ``refusal`` (why it must not be changed) that has something to fix is left as it is,
+    with the refusal as its error, whether or not ``write``: ``--diff`` refuses what ``--fix`` would.
+    """
     try:
         with open(path, "rb") as stream:
             data = stream.read()
     except OSError as error:
         return FixedFile(Outcome(path, error=f"cannot read: {error.strerror or error}"), 0, b"", b"")
     result = fix_source(data, path, options)
+    if refusal is not None and result.after != result.before:
+        return _left_as_it_is(data, path, options, refusal)
     if write and result.after != result.before:
         try:
             replace_file(path, result.before, result.after)
@@ -216,7 +220,8 @@ _NAME_KEPT_IN_TEMPORARY = 64  # characters of the file's name in its temporary's
 def replace_file(path: str, expected: bytes, data: bytes) -> None:
     """Write ``data`` over the file at ``path``, which must still hold ``expected``.
 
-    A symbolic link is followed: the file it points to is written, and the link stays. There are two
+    A symbolic link is followed: the file it points to is written, and the link stays (which links the
+    command may follow is decided before, by ``files.fix_refusal``). There are two
     ways to write a file, and each keeps something the other loses:
 
     - Replaced at once: a complete temporary file beside it, given its mode, then ``os.replace``.
@@ -344,9 +349,13 @@ def _write_from_start(stream: io.FileIO, data: bytes) -> None:
     stream.truncate(len(data))
 
 
-def fixed_files(paths: Sequence[str], options: CheckOptions, write: bool, jobs: int) -> List[FixedFile]:
-    """Fix ``paths`` in one process or several; results in the order of ``paths``."""
-    work = functools.partial(fix_file, options=options, write=write)
+def fixed_files(
+    paths: Sequence[str], options: CheckOptions, write: bool, jobs: int, refusals: Optional[Mapping[str, str]] = None
+) -> List[FixedFile]:
+    """Fix ``paths`` in one process or several; results in the order of ``paths``. ``refusals``: why a
+    path must be left as it is (see ``fix_file``)."""
+    work = functools.partial(_fix_refused_or_not, options=options, write=write)
+    items = [(path, (refusals or {}).get(path)) for path in paths]
     jobs = min(jobs, len(paths))
     if jobs > 1:
         try:
@@ -355,5 +364,10 @@ def fixed_files(paths: Sequence[str], options: CheckOptions, write: bool, jobs: 
             pass
         else:
             with pool:
-                return pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8)))
-    return [work(path) for path in paths]
+                return pool.map(work, items, chunksize=max(1, len(paths) // (jobs * 8)))
+    return [work(item) for item in items]
+
+
+def _fix_refused_or_not(item: Tuple[str, Optional[str]], options: CheckOptions, write: bool) -> FixedFile:
+    path, refusal = item
+    return fix_file(path, options, write, refusal)

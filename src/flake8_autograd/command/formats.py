@@ -34,9 +34,14 @@ def text(reports: Sequence[Report], run: Run) -> str:
 
 
 def json_list(reports: Sequence[Report], run: Run) -> str:
-    items = [
-        {
-            "path": report.path,
+    """A list of findings. Every string is valid Unicode: a file name that is not UTF-8 is shown with
+    U+FFFD for each byte that does not decode, and its exact bytes are in ``path_bytes``, percent-encoded
+    (``bad%FF.py``; ``urllib.parse.unquote_to_bytes`` gives them back). Python's lone surrogates would
+    be read back as U+FFFD anyway, and the name lost."""
+    items = []
+    for report in reports:
+        item: Dict[str, Any] = {
+            "path": shown_path(report.path),
             "line": report.line,
             "column": report.column,
             "code": report.code,
@@ -44,8 +49,9 @@ def json_list(reports: Sequence[Report], run: Run) -> str:
             "fixable": report.fixable,
             "fix": _fix_of(report),
         }
-        for report in reports
-    ]
+        if item["path"] != report.path:
+            item["path_bytes"] = quote_from_bytes(os.fsencode(report.path), safe="/")
+        items.append(item)
     return json.dumps(items, indent=2) + "\n"
 
 
@@ -57,10 +63,19 @@ def _fix_of(report: Report) -> Optional[Dict[str, Any]]:
     return {"applicability": report.applicability, "unsafe_because": report.unsafe_because}
 
 
+def shown_path(path: str) -> str:
+    """``path`` as valid Unicode: each byte of a name that is not UTF-8 (held as a surrogate escape) shown
+    as U+FFFD, as a terminal or a browser shows it."""
+    if path.isascii():
+        return path
+    return os.fsencode(path).decode("utf-8", "replace")
+
+
 def github(reports: Sequence[Report], run: Run) -> str:
-    """Workflow commands; GitHub shows each as an annotation on the file and line."""
+    """Workflow commands; GitHub shows each as an annotation on the file and line (a file name that is not
+    UTF-8 with U+FFFD for its bytes that do not decode: the runner reads UTF-8)."""
     return "".join(
-        f"::error file={_property(report.path)},line={report.line},col={report.column},"
+        f"::error file={_property(shown_path(report.path))},line={report.line},col={report.column},"
         f"title={_property(report.code)}::{_data(report.text)}\n"
         for report in reports
     )
@@ -86,7 +101,10 @@ def sarif(reports: Sequence[Report], run: Run) -> str:
             {
                 "id": INTERNAL_ERROR,
                 "name": "InternalError",
-                "shortDescription": {"text": f"{TOOL_NAME} failed on a class; please report it"},
+                "shortDescription": {
+                    "text": f"{TOOL_NAME} could not check a class: it failed on it (please report it), or the "
+                    "class is nested too deeply to check"
+                },
                 "helpUri": PROJECT_URL,
             }
         )

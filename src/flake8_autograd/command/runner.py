@@ -1,8 +1,9 @@
 """Checking files: read each one as flake8 does, run the shared engine, drop what the user silenced.
 
 Reading follows flake8 (and Python): the encoding comes from a BOM or a PEP 263 coding cookie
-(``tokenize.detect_encoding``), line endings are made ``\\n``, and the engine gets the same lines and
-``ast`` tree flake8 hands the plugin. Unlike flake8, which falls back to latin-1, a file that does not
+(``tokenize.detect_encoding``, with lines that may end at a bare CR, as Python's own tokenizer ends
+them), line endings are made ``\\n``, and the engine gets the same lines and ``ast`` tree flake8 hands
+the plugin. Unlike flake8, which falls back to latin-1, a file that does not
 decode is an error: its findings would be guesses.
 """
 
@@ -12,6 +13,7 @@ import ast
 import functools
 import io
 import multiprocessing
+import re
 import tokenize
 from dataclasses import dataclass, replace
 from typing import List, Optional, Sequence, Tuple
@@ -89,11 +91,36 @@ class SourceError(Exception):
     """The bytes are not text Python could read."""
 
 
+def source_encoding(data: bytes) -> str:
+    """The encoding Python reads ``data`` in: a BOM, or a coding cookie in the first two lines, else
+    UTF-8 (``tokenize.detect_encoding``, whose errors it raises). Its lines may end at a bare ``\\r``, as
+    CPython's tokenizer ends them: given a CR-only file, ``detect_encoding`` would read it all as one
+    first line, decode that as UTF-8 to look for the cookie, and fail on the first non-ASCII byte."""
+    first_lines = iter(_first_lines(data, 2))
+    encoding, _ = tokenize.detect_encoding(lambda: next(first_lines, b""))
+    return encoding
+
+
+_LINE_END = re.compile(rb"\r\n?|\n")
+
+
+def _first_lines(data: bytes, count: int) -> List[bytes]:
+    lines: List[bytes] = []
+    start = 0
+    while len(lines) < count and start < len(data):
+        end = _LINE_END.search(data, start)
+        stop = end.end() if end is not None else len(data)
+        lines.append(data[start:stop])
+        start = stop
+    return lines
+
+
 def decode_lines(data: bytes) -> List[str]:
     """The lines of a Python source file, decoded as ``tokenize.open`` decodes them (flake8 reads
-    files that way): BOM or coding cookie, else UTF-8; ``\\r\\n`` and ``\\r`` become ``\\n``."""
+    files that way): BOM or coding cookie (see ``source_encoding``), else UTF-8; ``\\r\\n`` and ``\\r``
+    become ``\\n``."""
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding = source_encoding(data)
         lines = io.TextIOWrapper(io.BytesIO(data), encoding).readlines()
     except (SyntaxError, UnicodeError, LookupError) as error:
         raise SourceError(f"cannot decode: {_reason(error)}") from None

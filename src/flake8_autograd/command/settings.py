@@ -40,6 +40,7 @@ class Settings:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flake8-autograd",
+        allow_abbrev=False,  # ``--fi`` must not pass for ``--fix``, which rewrites files
         description=(
             "Check custom torch.autograd.Function classes against PyTorch's contract. Reads "
             "[tool.flake8-autograd] from the nearest pyproject.toml; options given here win."
@@ -84,7 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
     parser.add_argument(
-        "-j", "--jobs", default="1", metavar="N", help="check files in N processes; 'auto': one per CPU (default: 1)"
+        "-j",
+        "--jobs",
+        default="1",
+        metavar="N",
+        help="check files in N processes, at most one per CPU; 'auto': one per CPU (default: 1)",
     )
     parser.add_argument(
         "--stdin-filename", default="stdin", metavar="NAME", help="the name shown for standard input (-)"
@@ -202,11 +207,19 @@ def _patterns(given: Optional[str], config: Optional[FileConfig], cwd: Path) -> 
 
 def _jobs(value: str) -> int:
     if value == "auto":
-        return os.cpu_count() or 1
+        return usable_cpus()
     try:
         jobs = int(value)
     except ValueError:
         jobs = 0
     if jobs < 1:
         raise UsageError(f"-j/--jobs: expected a positive number or 'auto', not {value!r}")
-    return jobs
+    # More processes than CPUs only compete for them (and each costs memory and a start-up).
+    return min(jobs, usable_cpus())
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (fewer than the machine has under a CPU affinity mask)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1

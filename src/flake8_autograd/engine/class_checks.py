@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..conventions import CtxNames, TorchVersion
-from ..findings import Finding, internal_error
+from ..findings import Finding, internal_error, too_deep
 from ..rules import PREVIEW_RULES, RULES
 from ..rules.base import OpRule, Rule
 from .analysis import Analysis
 from .custom_ops import CustomOpDiscovery, CustomOpSite
 from .discovery import MAX_LOCAL_DEPTH, ClassSite, Discovery
 from .model import ClassModel
-from .source import parse_class
+from .source import MAX_SYNTAX_DEPTH, parse_class, syntax_depth_exceeds
 
 
 def check_classes(
@@ -128,6 +128,8 @@ def _check_class(site: ClassSite, builder: "_ModelBuilder", analysis: Analysis, 
     try:
         model = builder.build(site)
         if model is None:
+            if syntax_depth_exceeds(site.node):
+                return [too_deep(site.node.lineno, site.node.col_offset, site.name, MAX_SYNTAX_DEPTH)]
             return []  # libcst cannot parse this class: nothing reliable to say
         findings: List[Finding] = []
         for rule in rules:

@@ -34,7 +34,7 @@ from .custom_ops import CustomOpSite, Registration
 from .discovery import ClassSite
 from .model import ClassModel, ForwardInputs, Method
 from .setup_context_shape import keyword_mismatch
-from .source import syntax_depth_exceeds
+from .source import normalized_names, syntax_depth_exceeds
 
 Position = Tuple[int, int]
 
@@ -107,7 +107,7 @@ def parse_functions(
     if "\x0c" in text:
         return None  # a form feed in the indentation would shift libcst's columns: not worth the care here
     try:
-        module = cst.parse_module(text)
+        module = normalized_names(cst.parse_module(text), text)
     except Exception:  # noqa: BLE001 - syntax libcst does not know: stay silent
         return None
     defs = [statement for statement in module.body if isinstance(statement, cst.FunctionDef)]

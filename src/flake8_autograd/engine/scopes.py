@@ -3,8 +3,9 @@
 One walk over the module records, for every scope (the module, each class body, function, lambda and
 comprehension), the names bound in it and its ``global``/``nonlocal`` declarations. A name read in some
 scope is then resolved as the compiler does: a name bound anywhere in a function is local to it unless
-declared ``global`` (or ``nonlocal``); a free name is looked up in the enclosing functions, never in an
-enclosing class body, and last in the module.
+declared ``global`` (or ``nonlocal``); a free name is looked up in the enclosing functions and the type
+parameters of an enclosing generic class or function (``class C[T]``), never in an enclosing class
+body, and last in the module.
 
 The walk keeps its own stack (no recursion), so deep expressions cost no Python stack.
 """
@@ -16,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 MODULE, CLASS, FUNCTION, COMPREHENSION = "module", "class", "function", "comprehension"
+# The scope of a generic class's or function's type parameters (``class C[T]``, 3.12 on), between it and
+# the scope it is defined in: unlike a class body, it is seen from the methods of the class.
+TYPE_PARAMETERS = "type parameters"
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -29,7 +33,7 @@ class Scope:
     """One scope: the names written as bound in it, and what it declares ``global`` or ``nonlocal``."""
 
     node: ast.AST
-    kind: str  # MODULE, CLASS, FUNCTION (lambdas too) or COMPREHENSION
+    kind: str  # MODULE, CLASS, FUNCTION (lambdas too), COMPREHENSION or TYPE_PARAMETERS
     parent: Optional["Scope"]
     written: Dict[str, List[ast.AST]] = field(default_factory=dict)  # name -> the nodes binding it here
     declared_global: Set[str] = field(default_factory=set)
@@ -117,31 +121,35 @@ class ModuleScopes:
             elif isinstance(node, _FUNCTIONS) or isinstance(node, ast.Lambda):
                 if not isinstance(node, ast.Lambda):
                     scope.bind(node.name, node)
-                inner = self._open(node, FUNCTION, scope)
+                typed = self._type_parameters(node, scope)
+                inner = self._open(node, FUNCTION, typed)
                 arguments = node.args
-                # Decorators, defaults and annotations are evaluated where the function is defined.
+                # Decorators and defaults are evaluated where the function is defined; annotations there
+                # too, or in the scope of its type parameters when it has some.
                 outside: List[Optional[ast.AST]] = []
+                annotations: List[Optional[ast.AST]] = []
                 if not isinstance(node, ast.Lambda):
                     outside.extend(node.decorator_list)
                 outside.extend(arguments.defaults)
                 outside.extend(arguments.kw_defaults)
                 for argument in _arguments(arguments):
                     inner.bind(argument.arg, argument)
-                    outside.append(argument.annotation)
+                    annotations.append(argument.annotation)
                 if not isinstance(node, ast.Lambda):
-                    outside.append(node.returns)
-                    _bind_type_params(node, inner)
+                    annotations.append(node.returns)
                     body: List[ast.AST] = list(node.body)
                 else:
                     body = [node.body]
                 push(body, inner)
+                push(annotations, typed)
                 push(outside, scope)
             elif isinstance(node, ast.ClassDef):
                 scope.bind(node.name, node)
-                inner = self._open(node, CLASS, scope)
-                _bind_type_params(node, inner)
+                typed = self._type_parameters(node, scope)
+                inner = self._open(node, CLASS, typed)
                 push(node.body, inner)
-                push([*node.decorator_list, *node.bases, *node.keywords], scope)
+                push([*node.bases, *node.keywords], typed)  # ``class C[T](Base[T])``
+                push(node.decorator_list, scope)
             elif isinstance(node, _COMPREHENSIONS):
                 self._comprehension(node, scope, push)
             elif isinstance(node, ast.NamedExpr):
@@ -176,6 +184,19 @@ class ModuleScopes:
         self._scopes.append(scope)
         return scope
 
+    def _type_parameters(self, node: ast.AST, scope: Scope) -> Scope:
+        """The scope of the type parameters of a generic class or function (``class C[T]``, 3.12 on), around
+        its own scope; ``scope`` itself when it has none."""
+        parameters = getattr(node, "type_params", None)
+        if not parameters:
+            return scope
+        typed = self._open(node, TYPE_PARAMETERS, scope)
+        for parameter in parameters:
+            name = getattr(parameter, "name", None)
+            if isinstance(name, str):
+                typed.bind(name, parameter)
+        return typed
+
     def _comprehension(
         self, node: ast.AST, scope: Scope, push: Callable[[Iterable[Optional[ast.AST]], Scope], None]
     ) -> None:
@@ -200,12 +221,3 @@ def _arguments(arguments: ast.arguments) -> List[ast.arg]:
     found = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
     found.extend(argument for argument in (arguments.vararg, arguments.kwarg) if argument is not None)
     return found
-
-
-def _bind_type_params(node: ast.AST, scope: Scope) -> None:
-    """``def f[T]()``/``class C[T]`` (3.12 on): the parameters live in a scope of their own around the
-    body; counting them as bound in the body is what matters here (the body's ``T`` is not the module's)."""
-    for parameter in getattr(node, "type_params", None) or ():
-        name = getattr(parameter, "name", None)
-        if isinstance(name, str):
-            scope.bind(name, parameter)

@@ -11,7 +11,8 @@ the whole class.
 
 Deeply nested code needs care. libcst's native parser overflows the C stack (a segfault that takes
 the whole flake8 run down) a few thousand levels deep, and its parse time grows faster than the
-depth: a class nested deeper than :data:`MAX_SYNTAX_DEPTH` is not parsed at all. libcst's position
+depth: a class nested deeper than :data:`MAX_SYNTAX_DEPTH` is not parsed at all (the checker reports
+that as AGF000 at the class). libcst's position
 pass recurses in Python once per level and fails a few hundred levels deep; there, positions come
 from flake8's ``ast`` tree instead, statement by statement.
 
@@ -26,8 +27,10 @@ from __future__ import annotations
 
 import ast
 import io
+import re
+import unicodedata
 from contextlib import contextmanager
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type, TypeVar, Union, cast
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -37,8 +40,8 @@ from .walk import children
 
 _INDENTED_HEADER = "if 1:\n"
 
-# Deeper than this (as libcst nests it), a class is skipped: far from the C stack limit of the
-# native parser, and still parsed in well under a second.
+# Deeper than this (as libcst nests it), a class is skipped, with an AGF000 that says so: far from the C
+# stack limit of the native parser, and still parsed in well under a second.
 MAX_SYNTAX_DEPTH = 1_000
 
 Position = Tuple[int, int]
@@ -314,6 +317,39 @@ def _units(suite: Union[cst.BaseSuite, List[cst.CSTNode]]) -> Iterator[Tuple[cst
             yield item, None
 
 
+# A word with a character outside ASCII: where an identifier Python normalizes may be.
+_NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
+
+ModuleT = TypeVar("ModuleT", bound=cst.CSTNode)
+
+
+def normalized_names(tree: ModuleT, text: str) -> ModuleT:
+    """``tree`` (parsed from ``text``) with its identifiers NFKC-normalized, as Python reads them (``ｃｔｘ``
+    is ``ctx``, as in flake8's ``ast`` tree): libcst keeps them as written, and the rules compare names.
+
+    Only a name whose normal form is as long is changed, so that every column stays where it is in the
+    file (fullwidth and mathematical letters are; a ligature such as ``ﬁ`` is not, and stays as written).
+    A fix that regenerates such a name does not match the file's text and is withheld. The tree is
+    walked only when ``text`` holds a word that is not normalized already (almost never).
+    """
+    if text.isascii() or all(
+        unicodedata.is_normalized("NFKC", word) for word in _NON_ASCII_WORD.findall(text)
+    ):
+        return tree
+    return cast(ModuleT, tree.visit(_NormalizedNames()))
+
+
+class _NormalizedNames(cst.CSTTransformer):
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        value = updated_node.value
+        if value.isascii():
+            return updated_node
+        normal = unicodedata.normalize("NFKC", value)
+        if normal == value or len(normal) != len(value):
+            return updated_node
+        return updated_node.with_changes(value=normal)
+
+
 def syntax_depth_exceeds(root: ast.AST, limit: int = MAX_SYNTAX_DEPTH) -> bool:
     """Whether libcst would nest ``root`` deeper than ``limit``.
 
@@ -378,7 +414,7 @@ def parse_class(lines: Sequence[str], node: ast.ClassDef) -> Optional[Segment]:
     if not text.endswith(("\n", "\r")):
         text += "\n"
     try:
-        module = cst.parse_module(text)
+        module = normalized_names(cst.parse_module(text), text)
     except Exception:  # libcst rejects syntax it does not know (newer grammar): stay silent
         return None
     statement: Optional[cst.CSTNode] = module.body[0] if module.body else None

@@ -105,13 +105,13 @@ def test_the_message_and_the_fix_use_the_first_plain_name() -> None:
         finding.message for finding in check_module(ast.parse(NAMED), lines, "ops.py", (), ALL_RULES, ctx_names=names)
     ]
     assert "AGF002 Scale.backward takes 'self' first; name the first parameter context" in messages
-    fixed, *_ = fix_text(NAMED, "ops.py", CheckOptions(ctx_names=names, preview=True))
+    fixed, *_ = fix_text(NAMED, "ops.py", CheckOptions(ctx_names=names, preview=True, unsafe_fixes=True))
     assert "def backward(context, grad):\n        return grad * 2" in fixed
     assert "def forward(_ctx, x):" in fixed and "def backward(func_ctx, grad):" in fixed
 
 
 def test_the_fix_leaves_accepted_names_alone() -> None:
-    fixed, *_ = fix_text(NAMED, "ops.py", CheckOptions(preview=True))
+    fixed, *_ = fix_text(NAMED, "ops.py", CheckOptions(preview=True, unsafe_fixes=True))
     assert "def forward(_ctx, x):  # unused" in fixed
     assert "def backward(func_ctx, grad):" in fixed
     assert "def forward(ctx, x):\n        return x * 2" in fixed
@@ -260,5 +260,5 @@ def test_a_fix_that_would_rewrite_such_a_name_is_withheld() -> None:
     findings = check_module(ast.parse(source), source_lines(source), "ops.py", (), ALL_RULES)
     assert [(finding.line, finding.code) for finding in findings] == [(6, "AGF002"), (11, "AGF002")]
     assert "takes 'self' first" in findings[0].message
-    fixed, count, _findings, _notice = fix_text(source, "ops.py", CheckOptions(preview=True))
+    fixed, count, _findings, _notice = fix_text(source, "ops.py", CheckOptions(preview=True, unsafe_fixes=True))
     assert (fixed, count) == (source, 0)

@@ -229,7 +229,7 @@ def test_the_fixer_reports_the_findings_of_a_file_it_could_not_write(tmp_path: P
     """In-process, for any write error: the findings are those of the file as it stands."""
     path = legacy_file(tmp_path)
     os.chmod(path, 0o555)
-    result = fixer.fix_file(str(path), CheckOptions(preview=True), write=True)
+    result = fixer.fix_file(str(path), CheckOptions(preview=True, unsafe_fixes=True), write=True)
     assert result.fixed == 0 and result.before == result.after == LEGACY_RELU.encode()
     assert result.outcome.error == "is read-only; left as it is"
     assert [(report.code, report.fixable) for report in result.outcome.reports] == [
@@ -253,7 +253,7 @@ def test_a_write_in_place_that_fails_puts_the_old_bytes_back(tmp_path: Path, mon
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(fixer, "_write_from_start", write_half_then_fail)
-    result = fixer.fix_file(str(path), CheckOptions(preview=True), write=True)
+    result = fixer.fix_file(str(path), CheckOptions(preview=True, unsafe_fixes=True), write=True)
     assert len(calls) == 2
     assert path.read_text(encoding="utf-8") == LEGACY_RELU
     assert result.outcome.error == f"cannot write the fixes: {os.strerror(errno.ENOSPC)}"

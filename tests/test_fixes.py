@@ -26,7 +26,7 @@ from flake8_autograd.rules.base import Finding
 from test_properties import PROPERTIES, fixture_mutants
 
 ALL_RULES = RULES + PREVIEW_RULES
-EVERYTHING = CheckOptions(preview=True)
+EVERYTHING = CheckOptions(preview=True, unsafe_fixes=True)  # every fix, safe or not
 FIXABLE_CODES = {"AGF001", "AGF002", "AGF003", "AGF004", "AGF111", "AGF114", "AGF116", "AGF118", "AGF119"}
 
 

@@ -171,7 +171,7 @@ def same(left: Optional[List[Any]], right: Optional[List[Any]]) -> bool:
 
 def check_fixed_mutant(path: Path, mutant: str, tmp_path: Path) -> int:
     """Fix the mutant and compare the three versions under torch; how many declarations compared."""
-    fixed_text, _, _, _ = fix_text(mutant, path.name, CheckOptions(preview=True))
+    fixed_text, _, _, _ = fix_text(mutant, path.name, CheckOptions(preview=True, unsafe_fixes=True))
     assert_no_new_codes(mutant, fixed_text)
     mutant_path, fixed_path = tmp_path / f"mutant_{path.name}", tmp_path / f"fixed_{path.name}"
     mutant_path.write_text(mutant, encoding="utf-8")

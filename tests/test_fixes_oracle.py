@@ -61,7 +61,7 @@ def assert_same(before: Optional[List[Any]], after: Optional[List[Any]], where: 
 @pytest.mark.parametrize("path", ORACLE_FIXTURES, ids=lambda path: path.name)
 def test_fixed_oracle_fixtures_give_the_same_gradients(path: Path, tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    fixed_text, fixed_count, _, _ = fix_text(text, path.name, CheckOptions(preview=True))
+    fixed_text, fixed_count, _, _ = fix_text(text, path.name, CheckOptions(preview=True, unsafe_fixes=True))
     fixed_path = tmp_path / path.name
     fixed_path.write_text(fixed_text, encoding="utf-8")
     original, fixed = load_fixture(path), load_fixture(fixed_path)
@@ -214,7 +214,7 @@ def _run_snippet(source: str, name: str) -> Optional[List[Any]]:
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
 def test_fixed_snippets_compute_the_intended_gradients(name: str) -> None:
     source = textwrap.dedent(SNIPPETS[name])
-    fixed_source, count, remaining, _ = fix_text(source, "snippet.py", CheckOptions(preview=True))
+    fixed_source, count, remaining, _ = fix_text(source, "snippet.py", CheckOptions(preview=True, unsafe_fixes=True))
     assert count > 0 and fixed_source != source
     assert not [finding for finding in remaining if finding.fix is not None]
     after = _run_snippet(fixed_source, "fixed.py")

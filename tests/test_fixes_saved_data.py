@@ -11,7 +11,7 @@ SAVE_DATA = HEADER + textwrap.dedent(
     """\
     class Mul(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x, w):
+        def forward(ctx, x: torch.Tensor, w: torch.Tensor):
             ctx.save_for_backward(x.data, w.data)
             return x * w
 
@@ -33,9 +33,23 @@ def test_agf118_replaces_data_with_detach() -> None:
     assert code_counts(findings_with_fixes(result)) == {}
 
 
+def test_agf118_fix_is_unsafe() -> None:
+    fixes = [finding.fix for finding in findings_with_fixes(SAVE_DATA) if finding.fix is not None]
+    assert fixes and all(fix.unsafe_because and "version counter" in fix.unsafe_because for fix in fixes)
+
+
+def test_agf118_gives_no_fix_for_a_value_not_known_to_be_a_tensor() -> None:
+    # Another object's ``data`` (a block-sparse matrix wrapper, say) may have no ``detach``: reported, not fixed.
+    source = SAVE_DATA.replace("x: torch.Tensor, w: torch.Tensor", "x, w")
+    findings = findings_with_fixes(source)
+    assert code_counts(findings) == {"AGF118": 2}
+    assert all(finding.fix is None for finding in findings)
+
+
 def test_agf118_keeps_the_rest_of_the_expression() -> None:
     source = SAVE_DATA.replace("x.data, w.data", "x, self_weight[0].data").replace(
-        "def forward(ctx, x, w):", "def forward(ctx, x, w, self_weight):"
+        "def forward(ctx, x: torch.Tensor, w: torch.Tensor):",
+        "def forward(ctx, x: torch.Tensor, w: torch.Tensor, self_weight: torch.Tensor):",
     )
     assert "ctx.save_for_backward(x, self_weight[0].detach())" in fixed(source)
 

@@ -53,7 +53,7 @@ def modules(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
     for stem in ("agf118", "agf119"):
         path = FIXTURES / f"{stem}.py"
         text = path.read_text(encoding="utf-8")
-        fixed_text = fix_text(text, path.name, CheckOptions(preview=True))[0]
+        fixed_text = fix_text(text, path.name, CheckOptions(preview=True, unsafe_fixes=True))[0]
         assert fixed_text != text
         fixed_path = folder / path.name
         fixed_path.write_text(fixed_text, encoding="utf-8")
@@ -148,7 +148,7 @@ def test_agf118_a_class_that_changes_its_saved_buffer_is_reported_and_left_unfix
     assert _gradients(getattr(modules["agf118"], name), args) is not None  # runs, with the changed values
     assert "AGF118" in _class_codes("agf118")[name]
     fixed_source = (FIXTURES / "agf118.py").read_text(encoding="utf-8")
-    fixed_source = fix_text(fixed_source, "agf118.py", CheckOptions(preview=True))[0]
+    fixed_source = fix_text(fixed_source, "agf118.py", CheckOptions(preview=True, unsafe_fixes=True))[0]
     assert "ctx.save_for_backward(running.data)" in fixed_source
 
 

@@ -67,6 +67,18 @@ def test_every_code_has_a_docs_page(rule: Rule) -> None:
 
 
 @pytest.mark.parametrize("rule", RULES + PREVIEW_RULES, ids=lambda rule: rule.code)
+def test_every_fix_says_whether_it_is_safe(rule: Rule) -> None:
+    """A rule with a fix documents it under "Fix safety", saying when it is safe and when not (as ruff's
+    pages do); a rule without one has no such section."""
+    text = (ROOT / "docs" / "rules" / f"{rule.code}.md").read_text(encoding="utf-8")
+    has_fix = "fix" in type(rule).__dict__
+    assert ("## Fix safety" in text) == has_fix
+    if has_fix:
+        section = text.split("## Fix safety", 1)[1].split("\n## ", 1)[0]
+        assert re.search(r"\*\*(?:always )?(?:safe|unsafe)\*\*", section, re.IGNORECASE), section
+
+
+@pytest.mark.parametrize("rule", RULES + PREVIEW_RULES, ids=lambda rule: rule.code)
 def test_every_code_is_in_the_readme_table(rule: Rule) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"[{rule.code}](docs/rules/{rule.code}.md)" in readme

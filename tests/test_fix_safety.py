@@ -82,7 +82,9 @@ def test_pyproject_turns_unsafe_fixes_on_and_the_command_line_wins(project: Path
 
 
 # AGF002 (safe: a rename) and AGF003 (unsafe), both fixable as the file stands.
-RENAMED = SAFE_ONLY.replace("def backward(ctx, grad):\n        return grad * ctx.w", "def backward(self, grad):\n        return grad * self.w")
+RENAMED = SAFE_ONLY.replace(
+    "def backward(ctx, grad):\n        return grad * ctx.w", "def backward(self, grad):\n        return grad * self.w"
+)
 
 
 @pytest.fixture

@@ -348,3 +348,32 @@ def check(declaration: Declaration, fixture: LoadedFixture) -> None:
 
         fresh, _ = _arguments(declaration)
         torch.autograd.gradcheck(call, tuple(fresh[position] for position in positions))
+
+
+def snapshot(value: Any) -> Any:
+    """A copy of a result to compare later: tensors detached and cloned, lists and tuples (keeping which of
+    the two they are) and dicts copied item by item, anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(snapshot(item) for item in value)
+    if isinstance(value, dict):
+        return {key: snapshot(item) for key, item in value.items()}
+    return value
+
+
+def same_value(before: Any, after: Any) -> bool:
+    """Whether two snapshots are the same: same types and containers, tensors bit for bit (NaN equal to NaN)."""
+    if type(before) is not type(after):
+        return False
+    if isinstance(before, torch.Tensor):
+        if before.shape != after.shape or before.dtype != after.dtype:
+            return False
+        if before.is_floating_point() or before.is_complex():
+            return bool(torch.allclose(before, after, rtol=0.0, atol=0.0, equal_nan=True))
+        return bool(torch.equal(before, after))
+    if isinstance(before, (list, tuple)):
+        return len(before) == len(after) and all(same_value(old, new) for old, new in zip(before, after))
+    if isinstance(before, dict):
+        return before.keys() == after.keys() and all(same_value(before[key], after[key]) for key in before)
+    return bool(before == after)

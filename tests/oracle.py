@@ -47,14 +47,20 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib.util
+import io
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from collections import Counter
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import torch
+
+from flake8_autograd.command.fixer import applies
+from flake8_autograd.command.runner import CheckOptions, lint_lines
+from flake8_autograd.rules.base import Finding
 
 PREFIX = "# torch:"
 
@@ -377,3 +383,35 @@ def same_value(before: Any, after: Any) -> bool:
     if isinstance(before, dict):
         return before.keys() == after.keys() and all(same_value(before[key], after[key]) for key in before)
     return bool(before == after)
+
+
+#: The error a rule says the code it fixes raises under torch: (stage, exception type, message fragments).
+#: Where the original raised it, the fixed code may get past it.
+REPAIRED_ERRORS: Dict[str, Tuple[str, Type[BaseException], Tuple[str, ...]]] = {
+    "AGF004": ("backward", RuntimeError, GRADIENT_COUNT_FRAGMENTS),
+    # torch takes a list that backward returns for one gradient: the count is wrong
+    "AGF116": ("backward", RuntimeError, GRADIENT_COUNT_FRAGMENTS),
+    "AGF111": ("forward", RuntimeError, ("Legacy autograd function with non-static forward method",)),
+}
+
+
+def is_repaired_error(code: str, error: Optional[Type[BaseException]], message: str) -> bool:
+    """Whether an exception is the one the rule ``code`` says its fix repairs."""
+    _, expected, fragments = REPAIRED_ERRORS.get(code, ("", None, ()))
+    return error is not None and error is expected and any(fragment in message for fragment in fragments)
+
+
+def applied_fixes(text: str, path: str, options: CheckOptions, remaining: Sequence[Finding]) -> List[Tuple[int, str]]:
+    """(line, code) in ``text`` of each finding whose fix ``fix_text`` applied, given the findings it left."""
+    findings, _ = lint_lines(io.StringIO(text, newline=None).readlines(), path, options)
+    left = Counter((finding.code, finding.message) for finding in remaining)
+    fixed = []
+    for finding in findings:
+        key = (finding.code, finding.message)
+        if not applies(finding, options):
+            continue
+        if left[key]:
+            left[key] -= 1
+            continue
+        fixed.append((finding.line, finding.code))
+    return fixed

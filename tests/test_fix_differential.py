@@ -6,7 +6,7 @@ A run of a declaration's call records the forward's values, the gradients of a f
 without ``retain_graph`` gives; an exception at a stage is recorded by its type. With safe fixes everything
 must stay the same. With unsafe fixes the only differences allowed are those of :data:`UNSAFE_CHANGES`,
 each the documented cost of one rule's fix, and only where that rule's fix was applied to the class. Where
-the original raised the very error a fixed finding's rule names (:data:`REPAIRED_ERRORS`), the fixed class
+the original raised the very error a fixed finding's rule names (``oracle.REPAIRED_ERRORS``), the fixed class
 may get past it. Skipped without torch.
 """
 
@@ -16,7 +16,6 @@ import ast
 import importlib
 import os
 import warnings
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,9 +31,10 @@ with warnings.catch_warnings():
         torch = pytest.importorskip("torch", reason="the differential check runs fixture Functions under PyTorch")
 
 from conftest import FIXTURES  # noqa: E402
-from flake8_autograd.command.fixer import applies, fix_text  # noqa: E402
-from flake8_autograd.command.runner import CheckOptions, lint_lines  # noqa: E402
-from oracle import GRADIENT_COUNT_FRAGMENTS, ClassBlock, Declaration, LoadedFixture  # noqa: E402
+from flake8_autograd.command.fixer import fix_text  # noqa: E402
+from flake8_autograd.command.runner import CheckOptions  # noqa: E402
+from oracle import REPAIRED_ERRORS, ClassBlock, Declaration, LoadedFixture, applied_fixes  # noqa: E402
+from oracle import is_repaired_error  # noqa: E402
 from oracle import _arguments, _differentiable_outputs, _target, load_fixture, parse_fixture  # noqa: E402
 from oracle import same_value, snapshot  # noqa: E402
 
@@ -98,17 +98,10 @@ UNSAFE_CHANGES: Tuple[AllowedChange, ...] = (
         "AGF116",
         "forward",
         _list_now_tuple,
-        "a forward that returned a list returns a tuple of the same tensors after the fix",
+        "a forward that returned a list returns a tuple of the same tensors after the fix (and torch now tracks"
+        " them: a list's tensors were no outputs of the graph)",
     ),
 )
-
-#: The error a rule predicts of the code it fixes: (stage, exception type, message fragments).
-REPAIRED_ERRORS: Dict[str, Tuple[str, Type[BaseException], Tuple[str, ...]]] = {
-    "AGF004": ("backward", RuntimeError, GRADIENT_COUNT_FRAGMENTS),
-    # torch takes a list that backward returns for a single gradient: the count is wrong
-    "AGF116": ("backward", RuntimeError, GRADIENT_COUNT_FRAGMENTS),
-    "AGF111": ("forward", RuntimeError, ("Legacy autograd function with non-static forward method",)),
-}
 
 
 def observe(declaration: Declaration, fixture: LoadedFixture) -> List[Stage]:
@@ -146,8 +139,7 @@ def _same_stage(before: Stage, after: Stage) -> bool:
 def _repaired(before: Stage, fixed_codes: FrozenSet[str]) -> bool:
     """Whether the original raised, at this stage, the error a fixed finding's rule names."""
     for code in fixed_codes:
-        stage, error, fragments = REPAIRED_ERRORS.get(code, ("", Exception, ()))
-        if stage == before.name and before.error is error and any(part in before.message for part in fragments):
+        if REPAIRED_ERRORS.get(code, ("",))[0] == before.name and is_repaired_error(code, before.error, before.message):
             return True
     return False
 
@@ -172,6 +164,8 @@ def difference(
                 change for change in UNSAFE_CHANGES
                 if change.code in fixed_codes and change.stage == name and change.matches(old, new)
             ]
+            if allowed and index + 1 >= len(before):
+                return None  # the original went no further: what follows is new behaviour
             if allowed:
                 continue
         return (
@@ -213,22 +207,6 @@ def _spans(text: str, blocks: Sequence[ClassBlock]) -> Tuple[List[str], Dict[str
     return classes, helpers
 
 
-def _fixed_codes(text: str, path: Path, options: CheckOptions, remaining: Sequence[Any]) -> List[Tuple[int, str]]:
-    """(line, code) in the original of each finding whose fix was applied."""
-    findings, _ = lint_lines(text.splitlines(keepends=True), path.name, options)
-    left = Counter((finding.code, finding.message) for finding in remaining)
-    fixed = []
-    for finding in findings:
-        key = (finding.code, finding.message)
-        if not applies(finding, options):
-            continue
-        if left[key]:
-            left[key] -= 1
-            continue
-        fixed.append((finding.line, finding.code))
-    return fixed
-
-
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_fixed_oracle_fixtures_do_what_the_originals_did(mode: str, tmp_path: Path) -> None:
     torch.set_num_threads(1)
@@ -249,7 +227,7 @@ def test_fixed_oracle_fixtures_do_what_the_originals_did(mode: str, tmp_path: Pa
         assert [block.name for block in before.blocks] == [block.name for block in after.blocks], path.name
         old_classes, old_helpers = _spans(text, before.blocks)
         new_classes, new_helpers = _spans(fixed_text, after.blocks)
-        fixed_findings = _fixed_codes(text, path, options, remaining)
+        fixed_findings = applied_fixes(text, path.name, options, remaining)
         for index, block in enumerate(before.blocks):
             targets = {declaration.target for declaration in block.declarations} - {"apply"}
             changed = old_classes[index] != new_classes[index] or any(

@@ -53,14 +53,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from collections import Counter
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import torch
 
-from flake8_autograd.command.fixer import applies
+from flake8_autograd.command.fixer import MAX_PASSES, applies
 from flake8_autograd.command.runner import CheckOptions, lint_lines
-from flake8_autograd.rules.base import Finding
+from flake8_autograd.fixes import apply_fixes_taken
 
 PREFIX = "# torch:"
 
@@ -401,17 +400,21 @@ def is_repaired_error(code: str, error: Optional[Type[BaseException]], message: 
     return error is not None and error is expected and any(fragment in message for fragment in fragments)
 
 
-def applied_fixes(text: str, path: str, options: CheckOptions, remaining: Sequence[Finding]) -> List[Tuple[int, str]]:
-    """(line, code) in ``text`` of each finding whose fix ``fix_text`` applied, given the findings it left."""
-    findings, _ = lint_lines(io.StringIO(text, newline=None).readlines(), path, options)
-    left = Counter((finding.code, finding.message) for finding in remaining)
-    fixed = []
-    for finding in findings:
-        key = (finding.code, finding.message)
-        if not applies(finding, options):
-            continue
-        if left[key]:
-            left[key] -= 1
-            continue
-        fixed.append((finding.line, finding.code))
-    return fixed
+def applied_fixes(text: str, path: str, options: CheckOptions, fixed_text: str) -> List[Tuple[int, str, str]]:
+    """(line, code, message) of each finding whose fix took ``text`` to ``fixed_text`` under ``options``.
+
+    The passes of ``fix_text`` are replayed (a run without a failed fix): a finding of a later pass, one an
+    earlier fix uncovered, has its line in the text of that pass.
+    """
+    applied: List[Tuple[int, str, str]] = []
+    current = text
+    for _ in range(MAX_PASSES):
+        findings, _ = lint_lines(io.StringIO(current, newline=None).readlines(), path, options)
+        wanted = [finding for finding in findings if applies(finding, options)]
+        candidate, taken = apply_fixes_taken(current, [finding.fix for finding in wanted if finding.fix is not None])
+        if not taken or candidate == current:
+            break
+        applied.extend((finding.line, finding.code, finding.message) for finding in wanted if finding.fix in taken)
+        current = candidate
+    assert current == fixed_text, f"{path}: replaying the fixes does not give the fixed text"
+    return applied

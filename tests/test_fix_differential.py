@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -215,7 +216,7 @@ def test_fixed_oracle_fixtures_do_what_the_originals_did(mode: str, tmp_path: Pa
     classes_run = classes_fixed = 0
     for path in ORACLE_FIXTURES:
         text = path.read_text(encoding="utf-8")
-        fixed_text, _, remaining, notice = fix_text(text, path.name, options)
+        fixed_text, _, _, notice = fix_text(text, path.name, options)
         assert notice is None, f"{path.name}: {notice}"
         before = original(path)
         classes_run += sum(1 for runs in before.runs if runs)
@@ -227,7 +228,7 @@ def test_fixed_oracle_fixtures_do_what_the_originals_did(mode: str, tmp_path: Pa
         assert [block.name for block in before.blocks] == [block.name for block in after.blocks], path.name
         old_classes, old_helpers = _spans(text, before.blocks)
         new_classes, new_helpers = _spans(fixed_text, after.blocks)
-        fixed_findings = applied_fixes(text, path.name, options, remaining)
+        fixed_findings = applied_fixes(text, path.name, options, fixed_text)
         for index, block in enumerate(before.blocks):
             targets = {declaration.target for declaration in block.declarations} - {"apply"}
             changed = old_classes[index] != new_classes[index] or any(
@@ -239,7 +240,11 @@ def test_fixed_oracle_fixtures_do_what_the_originals_did(mode: str, tmp_path: Pa
                 for node in ast.parse(text).body
                 if isinstance(node, ast.FunctionDef) and node.name in targets
             ]
-            codes = frozenset(code for line, code in fixed_findings if any(lo <= line <= hi for lo, hi in spans))
+            codes = frozenset(
+                code
+                for line, code, message in fixed_findings
+                if any(lo <= line <= hi for lo, hi in spans) or re.search(rf"\b{block.name}\b", message)
+            )
             for declaration, old, new in zip(block.declarations, before.runs[index], after.runs[index]):
                 found = difference(old, new, codes, unsafe=options.unsafe_fixes)
                 if found is not None:

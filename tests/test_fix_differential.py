@@ -196,15 +196,24 @@ def original(path: Path) -> Observed:
     return _observe_file(path)
 
 
-def _spans(text: str, blocks: Sequence[ClassBlock]) -> Tuple[List[str], Dict[str, str]]:
-    """Each class's text (block order) and each top-level function's text, by name."""
+@dataclass(frozen=True)
+class Helper:
+    """A top-level function of a fixture: its lines and its text."""
+
+    start: int
+    end: int
+    text: str
+
+
+def _spans(text: str, blocks: Sequence[ClassBlock]) -> Tuple[List[str], Dict[str, Helper]]:
+    """Each class's text (block order) and each top-level function, by name."""
     lines = text.splitlines(keepends=True)
     classes = ["".join(lines[block.line - 1:block.end_line]) for block in blocks]
-    helpers = {
-        node.name: "".join(lines[node.lineno - 1:node.end_lineno])
-        for node in ast.parse(text).body
-        if isinstance(node, ast.FunctionDef)
-    }
+    helpers = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef):
+            end = node.end_lineno or node.lineno
+            helpers[node.name] = Helper(node.lineno, end, "".join(lines[node.lineno - 1:end]))
     return classes, helpers
 
 
@@ -232,14 +241,11 @@ def test_fixed_oracle_fixtures_do_what_the_originals_did(mode: str, tmp_path: Pa
         for index, block in enumerate(before.blocks):
             targets = {declaration.target for declaration in block.declarations} - {"apply"}
             changed = old_classes[index] != new_classes[index] or any(
-                old_helpers[name] != new_helpers.get(name) for name in targets
+                name not in new_helpers or old_helpers[name].text != new_helpers[name].text for name in targets
             )
             classes_fixed += 1 if changed else 0
-            spans = [(block.line, block.end_line)] + [
-                (node.lineno, node.end_lineno or node.lineno)
-                for node in ast.parse(text).body
-                if isinstance(node, ast.FunctionDef) and node.name in targets
-            ]
+            spans = [(block.line, block.end_line)]
+            spans += [(old_helpers[name].start, old_helpers[name].end) for name in targets]
             codes = frozenset(
                 code
                 for line, code, message in fixed_findings

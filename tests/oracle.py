@@ -388,8 +388,8 @@ def same_value(before: Any, after: Any) -> bool:
 #: Where the original raised it, the fixed code may get past it.
 REPAIRED_ERRORS: Dict[str, Tuple[str, Type[BaseException], Tuple[str, ...]]] = {
     "AGF004": ("backward", RuntimeError, GRADIENT_COUNT_FRAGMENTS),
-    # torch takes a list that backward returns for one gradient: the count is wrong
-    "AGF116": ("backward", RuntimeError, GRADIENT_COUNT_FRAGMENTS),
+    # torch takes a list that backward returns for one gradient: the count is wrong, or the type for one input
+    "AGF116": ("backward", RuntimeError, GRADIENT_COUNT_FRAGMENTS + ("expected Variable or None (got list)",)),
     "AGF111": ("forward", RuntimeError, ("Legacy autograd function with non-static forward method",)),
 }
 
@@ -418,3 +418,38 @@ def applied_fixes(text: str, path: str, options: CheckOptions, fixed_text: str) 
         current = candidate
     assert current == fixed_text, f"{path}: replaying the fixes does not give the fixed text"
     return applied
+
+
+def implied_blocks(path: Path) -> List[ClassBlock]:
+    """The top-level classes of a fixture without declarations, each that defines ``forward`` with one implied
+    call, ``Cls.apply(T, ...)``: one ``T`` per parameter of forward after the first that has no default (none
+    for a forward that also takes ``*args`` or a keyword-only parameter without a default). Its verdict says
+    nothing (``runs``): what the call does is only compared, before and after a fix."""
+    blocks: List[ClassBlock] = []
+    for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        block = ClassBlock(node.name, node.lineno, node.end_lineno or node.lineno)
+        forwards = [item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "forward"]
+        blocks.append(block)
+        if not forwards:
+            continue
+        arguments = forwards[-1].args
+        if arguments.vararg or any(default is None for default in arguments.kw_defaults):
+            continue
+        required = len(arguments.posonlyargs + arguments.args) - 1 - len(arguments.defaults)
+        call = f"{node.name}.apply({', '.join(['T'] * max(required, 0))})"
+        block.declarations.append(
+            Declaration(
+                path=path,
+                line=node.lineno,
+                text=f"{call} (implied)",
+                class_name=node.name,
+                class_line=node.lineno,
+                target="apply",
+                args=tuple(TensorArg() for _ in range(max(required, 0))),
+                zero_grad=False,
+                verdict="runs",
+            )
+        )
+    return blocks

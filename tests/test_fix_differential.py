@@ -230,7 +230,7 @@ class Helper:
 
 def _spans(text: str, blocks: Sequence[ClassBlock]) -> Tuple[List[str], Dict[str, Helper]]:
     """Each class's text (block order) and each top-level function, by name."""
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text)
     classes = ["".join(lines[block.line - 1:block.end_line]) for block in blocks]
     helpers = {}
     for node in ast.parse(text).body:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib.util
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -55,6 +56,10 @@ from types import ModuleType
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import torch
+
+from flake8_autograd.command.fixer import MAX_PASSES, applies
+from flake8_autograd.command.runner import CheckOptions, lint_lines
+from flake8_autograd.fixes import apply_fixes_taken
 
 PREFIX = "# torch:"
 
@@ -348,3 +353,103 @@ def check(declaration: Declaration, fixture: LoadedFixture) -> None:
 
         fresh, _ = _arguments(declaration)
         torch.autograd.gradcheck(call, tuple(fresh[position] for position in positions))
+
+
+def snapshot(value: Any) -> Any:
+    """A copy of a result to compare later: tensors detached and cloned, lists and tuples (keeping which of
+    the two they are) and dicts copied item by item, anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(snapshot(item) for item in value)
+    if isinstance(value, dict):
+        return {key: snapshot(item) for key, item in value.items()}
+    return value
+
+
+def same_value(before: Any, after: Any) -> bool:
+    """Whether two snapshots are the same: same types and containers, tensors bit for bit (NaN equal to NaN)."""
+    if type(before) is not type(after):
+        return False
+    if isinstance(before, torch.Tensor):
+        if before.shape != after.shape or before.dtype != after.dtype:
+            return False
+        if before.is_floating_point() or before.is_complex():
+            return bool(torch.allclose(before, after, rtol=0.0, atol=0.0, equal_nan=True))
+        return bool(torch.equal(before, after))
+    if isinstance(before, (list, tuple)):
+        return len(before) == len(after) and all(same_value(old, new) for old, new in zip(before, after))
+    if isinstance(before, dict):
+        return before.keys() == after.keys() and all(same_value(before[key], after[key]) for key in before)
+    return bool(before == after)
+
+
+#: The error a rule says the code it fixes raises under torch: (stage, exception type, message fragments).
+#: Where the original raised it, the fixed code may get past it.
+REPAIRED_ERRORS: Dict[str, Tuple[str, Type[BaseException], Tuple[str, ...]]] = {
+    "AGF004": ("backward", RuntimeError, GRADIENT_COUNT_FRAGMENTS),
+    # torch takes a list that backward returns for one gradient: the count is wrong, or the type for one input
+    "AGF116": ("backward", RuntimeError, GRADIENT_COUNT_FRAGMENTS + ("expected Variable or None (got list)",)),
+    "AGF111": ("forward", RuntimeError, ("Legacy autograd function with non-static forward method",)),
+}
+
+
+def is_repaired_error(code: str, error: Optional[Type[BaseException]], message: str) -> bool:
+    """Whether an exception is the one the rule ``code`` says its fix repairs."""
+    _, expected, fragments = REPAIRED_ERRORS.get(code, ("", None, ()))
+    return error is not None and error is expected and any(fragment in message for fragment in fragments)
+
+
+def applied_fixes(text: str, path: str, options: CheckOptions, fixed_text: str) -> List[Tuple[int, str, str]]:
+    """(line, code, message) of each finding whose fix took ``text`` to ``fixed_text`` under ``options``.
+
+    The passes of ``fix_text`` are replayed (a run without a failed fix): a finding of a later pass, one an
+    earlier fix uncovered, has its line in the text of that pass.
+    """
+    applied: List[Tuple[int, str, str]] = []
+    current = text
+    for _ in range(MAX_PASSES):
+        findings, _ = lint_lines(io.StringIO(current, newline=None).readlines(), path, options)
+        wanted = [finding for finding in findings if applies(finding, options)]
+        candidate, taken = apply_fixes_taken(current, [finding.fix for finding in wanted if finding.fix is not None])
+        if not taken or candidate == current:
+            break
+        applied.extend((finding.line, finding.code, finding.message) for finding in wanted if finding.fix in taken)
+        current = candidate
+    assert current == fixed_text, f"{path}: replaying the fixes does not give the fixed text"
+    return applied
+
+
+def implied_blocks(path: Path) -> List[ClassBlock]:
+    """The top-level classes of a fixture without declarations, each that defines ``forward`` with one implied
+    call, ``Cls.apply(T, ...)``: one ``T`` per parameter of forward after the first that has no default (none
+    for a forward that also takes ``*args`` or a keyword-only parameter without a default). Its verdict says
+    nothing (``runs``): what the call does is only compared, before and after a fix."""
+    blocks: List[ClassBlock] = []
+    for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        block = ClassBlock(node.name, node.lineno, node.end_lineno or node.lineno)
+        forwards = [item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "forward"]
+        blocks.append(block)
+        if not forwards:
+            continue
+        arguments = forwards[-1].args
+        if arguments.vararg or any(default is None for default in arguments.kw_defaults):
+            continue
+        required = len(arguments.posonlyargs + arguments.args) - 1 - len(arguments.defaults)
+        call = f"{node.name}.apply({', '.join(['T'] * max(required, 0))})"
+        block.declarations.append(
+            Declaration(
+                path=path,
+                line=node.lineno,
+                text=f"{call} (implied)",
+                class_name=node.name,
+                class_line=node.lineno,
+                target="apply",
+                args=tuple(TensorArg() for _ in range(max(required, 0))),
+                zero_grad=False,
+                verdict="runs",
+            )
+        )
+    return blocks

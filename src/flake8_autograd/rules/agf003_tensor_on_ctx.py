@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
-from typing import Iterator, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence
 
 import ast
 
@@ -174,10 +175,15 @@ def _output_buffer(store: CtxStore, inference: TensorInference, analysis: Analys
     if backward is None or backward.node is None or backward.ctx_name is None or backward.facts.ctx_escapes:
         return False
     reads = backward.facts.ctx_reads.get(store.attribute, [])
-    written = _written_ctx_attributes(backward.node, backward.ctx_name)
+    written = backward.derived(_written_in_backward)
     if reads and all(id(read) in written for read in reads):
         return True
     return filled_output_buffer(backward, store.attribute, analysis)
+
+
+def _written_in_backward(backward: Method) -> "set[int]":
+    assert backward.node is not None and backward.ctx_name is not None
+    return _written_ctx_attributes(backward.node, backward.ctx_name)
 
 
 def _written_ctx_attributes(function: cst.FunctionDef, ctx: str) -> "set[int]":
@@ -329,8 +335,9 @@ def _merged_saving(model: ClassModel, forward: Method, backward: Method, analysi
     saved = ", ".join(names)
     edits: List[Optional[Edit]] = [removal for removal in removals if removal is not None]
     edits.append(where.replace(last.assignment, f"{forward.ctx_name}.save_for_backward({saved})"))
+    indexes = {name: index for index, name in enumerate(names)}
     for store in stores:
-        index = names.index(store.name)
+        index = indexes[store.name]
         edits += [where.replace(read, f"{backward.ctx_name}.saved_tensors[{index}]") for read in store.reads]
     if any(edit is None for edit in edits):
         return None
@@ -343,6 +350,8 @@ def _fixable_stores(model: ClassModel, forward: Method, backward: Method, analys
     inference = analysis.inference(forward)
     uses = analysis.name_uses()
     changed = _changed_in_backward(backward)
+    assignments = _top_level_assignments(forward.node)
+    counted = _ForwardFacts(forward)
     fixable: List[_FixableStore] = []
     for store in forward.facts.ctx_stores:
         if not isinstance(store.node, cst.Attribute) or not isinstance(store.value, cst.Name):
@@ -350,8 +359,8 @@ def _fixable_stores(model: ClassModel, forward: Method, backward: Method, analys
         if TensorOnCtxRule._describe(store, inference, analysis) is None:
             continue
         attribute, name = store.attribute, store.value.value
-        assignment = _top_level_assignment(forward.node, store.node)
-        if assignment is None or not _stored_safely(forward, attribute, name):
+        assignment = assignments.get(id(store.node))
+        if assignment is None or not counted.stored_safely(attribute, name):
             continue
         reads = backward.facts.ctx_reads.get(attribute, [])
         # The store and backward's reads must be every ``.attribute`` of the module: a read in a nested
@@ -440,36 +449,48 @@ def _is_literal(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is not None
 
 
-def _top_level_assignment(function: cst.FunctionDef, target: cst.Attribute) -> Optional[cst.Assign]:
-    """``ctx.x = x`` alone on a line of the body itself (run on every call, before the only return)."""
+def _top_level_assignments(function: cst.FunctionDef) -> Dict[int, cst.Assign]:
+    """Each ``ctx.x = x`` alone on a line of the body itself (run on every call, before the only return),
+    by the id of its target; none when the body does not end in its return."""
     body = function.body
     if not isinstance(body, cst.IndentedBlock):
-        return None
+        return {}
     statements = list(body.body)
     last = statements[-1] if statements else None
     if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)):
-        return None
+        return {}
+    found: Dict[int, cst.Assign] = {}
     for statement in statements:
         if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
             small = statement.body[0]
-            if isinstance(small, cst.Assign) and len(small.targets) == 1 and small.targets[0].target is target:
-                return small
-    return None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                found[id(small.targets[0].target)] = small
+    return found
 
 
-def _stored_safely(forward: Method, attribute: str, name: str) -> bool:
-    """Stored once, never read back in forward; the value an input or the output, never changed after."""
-    facts = forward.facts
-    if sum(1 for store in facts.ctx_stores if store.attribute == attribute) != 1:
-        return False
-    if len(facts.ctx_reads.get(attribute, [])) != 1:  # the store's own target is the only use
-        return False
-    if len(facts.returns) != 1 or any(change.name == name for change in facts.in_place):
-        return False
-    is_input = forward.signature is not None and name in [param.name for param in forward.signature.positional[1:]]
-    if is_input:
-        return name not in facts.bindings
-    returned = facts.returns[0].value
-    values = [element.value for element in returned.elements] if isinstance(returned, cst.Tuple) else [returned]
-    is_output = any(isinstance(value, cst.Name) and value.value == name for value in values)
-    return is_output and len(facts.bindings.get(name, [])) == 1
+class _ForwardFacts:
+    """What every store's check reads of forward, counted once (each store then costs the same)."""
+
+    def __init__(self, forward: Method) -> None:
+        facts = forward.facts
+        self.facts = facts
+        self.stores_per_attribute = Counter(store.attribute for store in facts.ctx_stores)
+        self.changed = {change.name for change in facts.in_place}
+        signature = forward.signature
+        self.inputs = {param.name for param in signature.positional[1:]} if signature is not None else set()
+        returned = facts.returns[0].value if len(facts.returns) == 1 else None
+        values = [element.value for element in returned.elements] if isinstance(returned, cst.Tuple) else [returned]
+        self.returned = {value.value for value in values if isinstance(value, cst.Name)}
+
+    def stored_safely(self, attribute: str, name: str) -> bool:
+        """Stored once, never read back in forward; the value an input or the output, never changed after."""
+        facts = self.facts
+        if self.stores_per_attribute[attribute] != 1:
+            return False
+        if len(facts.ctx_reads.get(attribute, [])) != 1:  # the store's own target is the only use
+            return False
+        if len(facts.returns) != 1 or name in self.changed:
+            return False
+        if name in self.inputs:
+            return name not in facts.bindings
+        return name in self.returned and len(facts.bindings.get(name, [])) == 1

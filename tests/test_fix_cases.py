@@ -48,10 +48,11 @@ NEVER_SAFE = frozenset({"AGF003", "AGF118"})
 
 @dataclass(frozen=True)
 class ByDesign:
-    """A change an unsafe fix of ``code`` is documented to make: ``check()`` now raises ``error``."""
+    """A change an unsafe fix of ``code`` is documented to make: ``check()`` now raises ``error``, or, with
+    no error, gives another value (text the code prints)."""
 
     code: str
-    error: Type[BaseException]
+    error: Optional[Type[BaseException]]
     fragment: str
     reason: str
 
@@ -72,6 +73,12 @@ SECOND_BACKWARD = ByDesign(
     "Trying to backward through the graph a second time",
     "save_for_backward frees what it saved after the first backward: a second one needs retain_graph=True",
 )
+PRINTED_NAME = ByDesign(
+    "AGF002",
+    None,
+    "",
+    "an f-string's = specifier prints the renamed parameter's name: the text changes, nothing else",
+)
 CHANGED_IN_PLACE = ByDesign(
     "AGF003",
     RuntimeError,
@@ -88,8 +95,8 @@ CONCATENATED = ByDesign(
 CASES: Dict[str, Expect] = {
     "agf001_agf002_agf003_together": Expect(applied=("AGF001", "AGF002", "AGF003"), unsafe=("AGF003",)),
     "agf002_agf003_together": Expect(applied=("AGF002", "AGF003"), unsafe=("AGF003",)),
-    "agf002_fstring_attribute_debug": Expect(),
-    "agf002_fstring_name_debug": Expect(),
+    "agf002_fstring_attribute_debug": Expect(applied=("AGF002",), by_design=PRINTED_NAME),
+    "agf002_fstring_name_debug": Expect(applied=("AGF002",), by_design=PRINTED_NAME),
     "agf002_keyword_callers": Expect(no_fix=("AGF002",)),
     "agf003_caller_changes_input": Expect(applied=("AGF003",), unsafe=("AGF003",), by_design=CHANGED_IN_PLACE),
     "agf003_changed_in_place_by_backward": Expect(),
@@ -212,6 +219,9 @@ def test_fixed_case_computes_what_the_original_did(path: Path, mode: str, tmp_pa
         f"before: {before.describe()}\nafter: {after.describe()}\n{fixed_text}"
     )
     assert documented.code in applied
+    if documented.error is None:
+        assert before.error is None and after.error is None, after.describe()
+        return
     assert before.error is None and after.error is documented.error, after.describe()
     assert documented.fragment in after.message, after.describe()
 

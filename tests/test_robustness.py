@@ -737,6 +737,27 @@ def test_a_class_too_deep_to_parse_in_process(preview: bool) -> None:
     assert findings[0].message.startswith("AGF000 Fn is nested too deeply to check (more than 1000 levels")
 
 
+def _deep_custom_op(branches: int) -> str:
+    chain = "    if mode == 0:\n        return grad\n" + "".join(
+        f"    elif mode == {i}:\n        return grad\n" for i in range(1, branches)
+    )
+    return (
+        "import torch\n\n\n"
+        '@torch.library.custom_op("mylib::scale", mutates_args=())\n'
+        "def scale(x: torch.Tensor) -> torch.Tensor:\n    return x * 2\n\n\n"
+        "def setup_context(ctx, inputs, output):\n    pass\n\n\n"
+        "def backward(ctx, grad):\n    mode = 0\n" + chain + "    return grad\n\n\n"
+        "scale.register_autograd(backward, setup_context=setup_context)\n"
+    )
+
+
+def test_a_custom_op_registration_too_deep_to_parse_is_said_so() -> None:
+    findings = lint(_deep_custom_op(1000), preview=True)
+    assert [(finding.line, finding.code) for finding in findings] == [(5, INTERNAL_ERROR)]  # at the def
+    assert findings[0].message.startswith("AGF000 scale is nested too deeply to check")
+    assert INTERNAL_ERROR not in [finding.code for finding in lint(_deep_custom_op(50), preview=True)]
+
+
 def _doubling_names(count: int) -> str:
     body = "".join(f"        a{i} = a{i - 1} + a{i - 1}\n" for i in range(1, count + 1))
     return _chain_backward(f"        a0 = (grad,)\n{body}        return a{count}\n")

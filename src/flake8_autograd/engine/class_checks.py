@@ -70,6 +70,11 @@ def _check_registrations(
     findings: List[Finding] = []
     try:
         models = op_models(op, lines)
+        # a registration libcst must not parse is left out of the models: said, never skipped in silence
+        defs = {id(each): each for registration in op.registrations
+                for each in (op.function, registration.backward, registration.setup_context) if each is not None}
+        if any(syntax_depth_exceeds(each) for each in defs.values()):
+            findings.append(too_deep(op.function.lineno, op.function.col_offset, op.binding, MAX_SYNTAX_DEPTH))
     except Exception as error:  # noqa: BLE001 - a plugin must never take the whole flake8 run down
         return [internal_error(op.function.lineno, op.function.col_offset, op.binding, error)]
     for model in models:

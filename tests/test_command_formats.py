@@ -44,7 +44,7 @@ def test_json_lists_every_finding_with_its_fields(tmp_path: Path) -> None:
     result = run("--preview", "--format", "json", "scale.py", cwd=tmp_path)
     assert result.returncode == 1
     items = json.loads(result.stdout)
-    assert [sorted(item) for item in items] == [["code", "column", "fixable", "line", "message", "path"]] * 2
+    assert [sorted(item) for item in items] == [["code", "column", "fix", "fixable", "line", "message", "path"]] * 2
     # The same findings the text format shows, field by field.
     assert [f"{i['path']}:{i['line']}:{i['column']}: {i['code']} {i['message']}" for i in items] == (
         text.stdout.splitlines()

@@ -145,7 +145,7 @@ def test_fixed_fixtures_parse_lose_their_fixed_findings_and_are_stable(tmp_path:
     folder = copy_fixtures(tmp_path)
     files = sorted(folder.glob("*.py"))  # the fixtures, not the folders beside them (options/)
     before = {path.name: run("--preview", "--format", "json", str(path), cwd=tmp_path) for path in files}
-    result = run("--preview", "--fix", "-j", "2", ".", cwd=tmp_path)
+    result = run("--preview", "--fix", "--unsafe-fixes", "-j", "2", ".", cwd=tmp_path)
     assert result.returncode == 1 and "fixed " in result.stderr
     remaining = run("--preview", "--format", "json", ".", cwd=tmp_path)
     assert not [item for item in json.loads(remaining.stdout) if item["fixable"]]
@@ -159,7 +159,7 @@ def test_fixed_fixtures_parse_lose_their_fixed_findings_and_are_stable(tmp_path:
             still = [item for item in after if item["code"] == code]
             assert len(still) <= len(had) - len(fixed), (path.name, code)
     snapshot = tree_bytes(folder)
-    again = run("--preview", "--fix", ".", cwd=tmp_path)
+    again = run("--preview", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
     assert tree_bytes(folder) == snapshot and "fixed 0 of" in again.stderr
 
 

@@ -457,7 +457,7 @@ def test_a_fix_on_a_line_with_a_form_feed_lands_at_the_file_columns() -> None:
         "\x0c        self.save_for_backward(x)\n        return x * 2\n\n"
         "    @staticmethod\n    def backward(ctx, grad):\n        return grad * 2\n"
     )
-    fixed, count, _, _ = fix_text(source, "example.py", CheckOptions(preview=True, unsafe_fixes=True))  # AGF002's rename
+    fixed, count, _, _ = fix_text(source, "example.py", CheckOptions(preview=True))  # AGF002's rename (safe)
     assert count == 1
     assert "    def forward(ctx, x):\n\x0c        ctx.save_for_backward(x)\n" in fixed
 

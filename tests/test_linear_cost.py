@@ -2,7 +2,9 @@
 
 - A class's apply calls and those of its local subclasses: the subclasses are indexed once per module,
   not found by a scan of every class for each call (quadratic in the classes of a module).
-- The module-wide facts AGF134 and AGF135 read are worked out once per module, not once per operator.
+- The module-wide facts AGF134 and AGF135 read are worked out once per module, not once per operator;
+  so are the attributes AGF124 finds stored on graph nodes, not once per class or operator.
+- The node around each node of a backward is mapped once per method, not once per ctx attribute traced.
 - A method's nodes are placed by at most two passes over it (one that stops at the first node asked for,
   then one over the whole method), not one pass per finding; AGF004's and AGF116's fixes find the return
   of a finding through positions read once per method.
@@ -14,7 +16,7 @@ and fixes, and the fixed text, are those the earlier way of working them out giv
 from __future__ import annotations
 
 import ast
-from typing import Callable, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 import pytest
@@ -23,7 +25,7 @@ from conftest import source_lines
 from flake8_autograd.command import fixer
 from flake8_autograd.command.runner import CheckOptions, lint_lines
 from flake8_autograd.engine import analysis as analysis_module
-from flake8_autograd.engine import module_facts, op_facts, source
+from flake8_autograd.engine import buffers, ctx_attributes, module_facts, op_facts, source
 from flake8_autograd.engine.model import Method
 from flake8_autograd.engine.module_facts import ApplyCall, ModuleFacts
 from flake8_autograd.fixes import Fix
@@ -65,6 +67,27 @@ def run{index}(x, scale: float):
     return Child{index}.apply(x, {passed}) + Grandchild{index}.apply(x, x) + Base{index}.apply(x, x)
 ''')
     return "".join(parts)
+
+
+def stores(count: int) -> str:
+    """One forward keeping many tensors on ctx, read in backward: some filled in place (buffers), some
+    next to an attribute nobody sets (AGF124) or that the module sets on the graph node."""
+    params = ", ".join(f"p{index}: torch.Tensor" for index in range(count))
+    kept = "".join(f"        ctx.p{index} = p{index}\n" for index in range(count))
+    grads = "".join(
+        (
+            f"            ctx.p{index}.zero_() if ctx.p{index} is not None else grad,\n",
+            f"            grad * ctx.p{index} * ctx.unset{index},\n",
+            f"            grad * ctx.p{index},\n",
+        )[index % 3]
+        for index in range(count)
+    )
+    return HEADER + (
+        "\n\nclass Keep(torch.autograd.Function):\n"
+        f"    @staticmethod\n    def forward(ctx, {params}):\n{kept}        return p0 * 2\n\n"
+        f"    @staticmethod\n    def backward(ctx, grad):\n        return (\n{grads}        )\n"
+        "\n\ndef run(x, y):\n    out = Keep.apply(x, y)\n    out.grad_fn.unset1 = 1\n    return out\n"
+    )
 
 
 def operators(count: int) -> str:
@@ -190,6 +213,11 @@ def _earlier(monkeypatch: pytest.MonkeyPatch) -> None:
         analysis_module.Analysis, "state_holders", lambda self: op_facts.module_state_holders(self.tree, self.imports)
     )
     monkeypatch.setattr(analysis_module.Analysis, "bound_names", lambda self: op_facts.module_bound_names(self.tree))
+    monkeypatch.setattr(
+        analysis_module.Analysis, "graph_node_stores",
+        lambda self: ctx_attributes.stored_through_graph_nodes(self.tree, self.lines),
+    )
+    monkeypatch.setattr(buffers._Trace, "_parent_map", lambda self: buffers._parent_map(self.backward))
     monkeypatch.setattr(source.Segment, "_place_in_method", _one_pass_a_node(source.Segment._place_in_method))
     monkeypatch.setattr(agf004_gradient_count, "return_index", _scanning_return_index)
     monkeypatch.setattr(agf116_list_return, "return_index", _scanning_return_index)
@@ -197,9 +225,10 @@ def _earlier(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("make, codes", [
     (families, {"AGF003"}),
+    (stores, {"AGF003", "AGF124"}),
     (operators, {"AGF134", "AGF135"}),
     (returns, {"AGF004", "AGF116"}),
-], ids=["subclasses", "custom-ops", "returns"])
+], ids=["subclasses", "stores", "custom-ops", "returns"])
 def test_the_findings_and_fixes_are_those_of_the_earlier_way(
     make: Callable[[int], str], codes: Set[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -247,6 +276,28 @@ def test_the_module_facts_of_the_custom_op_rules_are_read_once_per_module(monkey
     text = operators(12)
     lint_lines(source_lines(text), "generated.py", PREVIEW)
     assert sorted(calls) == ["globals_assigned_in_functions", "module_bound_names", "module_state_holders"]
+
+
+def test_the_graph_node_stores_are_read_once_per_module_and_the_parents_once_per_method(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: List[str] = []
+    read_stores = analysis_module.stored_through_graph_nodes
+    map_parents = buffers._parent_map
+
+    def reading(tree: ast.Module, lines: Optional[Sequence[str]]) -> Optional[FrozenSet[str]]:
+        calls.append("graph node stores")
+        return read_stores(tree, lines)
+
+    def mapping(backward: Method) -> Dict[int, cst.CSTNode]:
+        calls.append("parents")
+        return map_parents(backward)
+
+    monkeypatch.setattr(analysis_module, "stored_through_graph_nodes", reading)
+    monkeypatch.setattr(buffers, "_parent_map", mapping)
+    findings, _ = lint_lines(source_lines(stores(12) + operators(6).replace(HEADER, "")), "generated.py", PREVIEW)
+    assert {"AGF003", "AGF124"} <= {finding.code for finding in findings}
+    assert sorted(calls) == ["graph node stores", "parents"]
 
 
 def test_a_method_with_many_findings_is_generated_at_most_twice(monkeypatch: pytest.MonkeyPatch) -> None:

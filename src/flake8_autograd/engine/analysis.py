@@ -14,6 +14,7 @@ import libcst as cst
 
 from ..conventions import CtxNames, TorchVersion
 from .counting import CountedReturn, backward_never_runs, counted_returns
+from .ctx_attributes import stored_through_graph_nodes
 from .discovery import ClassSite, Discovery
 from .grad_free import grad_free_arguments
 from .model import ClassModel, Method
@@ -106,6 +107,7 @@ class Analysis:
         self._mutable_globals: Optional[Dict[str, str]] = None
         self._state_holders: Optional[Dict[str, str]] = None
         self._bound_names: Optional[Set[str]] = None
+        self._graph_node_stores: Optional[Tuple[Optional[FrozenSet[str]]]] = None
         # Facts across the module's functions and callers, read when first asked.
         self.module_facts = ModuleFacts(tree, discovery, self.apply_calls, lines)
 
@@ -176,6 +178,12 @@ class Analysis:
         if self._bound_names is None:
             self._bound_names = module_bound_names(self.tree)
         return self._bound_names
+
+    def graph_node_stores(self) -> Optional[FrozenSet[str]]:
+        """:func:`.ctx_attributes.stored_through_graph_nodes` of the module, read once (not once per class)."""
+        if self._graph_node_stores is None:
+            self._graph_node_stores = (stored_through_graph_nodes(self.tree, self.lines),)
+        return self._graph_node_stores[0]
 
     def apply_calls(self, class_name: str) -> List[ApplyCall]:
         if self._apply_calls is None:

@@ -44,7 +44,7 @@ def test_the_section_runs_every_input_on_tiny_sizes_and_prints_the_table(
     for table in growth.report_tables(measured):
         print(table)
     printed = capsys.readouterr().out
-    header = "| input (per unit) | run | units | seconds | ms per unit | growth (largest / smallest per unit) |"
+    header = "| input (per unit) | run | units | CPU seconds | ms per unit | growth (largest / smallest per unit) |"
     assert header in printed
     runs = [(name, run) for name, shape in growth.SHAPES.items() for run in shape.runs]
     assert len(runs) == 9

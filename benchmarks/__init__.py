@@ -8,7 +8,7 @@ One module per measurement, each named for what it measures, and the helpers the
   commands, the log and the machine's facts.
 - ``performance``: "overhead", "instructions", "startup", "torchfix" and "command", flake8 and the
   command run as users run them, from the parent process.
-- ``dense``, ``scaling``, ``fixes``, ``memory`` and ``accuracy``: measured inside the plugin virtualenv,
+- ``dense``, ``scaling``, ``fixes``, ``memory``, ``accuracy`` and ``growth``: measured inside the plugin virtualenv,
   in a child process (``bench.py --inner``); ``inprocess`` holds what they share.
 - ``realcode/``: the real-code accuracy benchmark's data and scorer, which ``accuracy`` runs.
 

@@ -21,6 +21,10 @@ What it measures (see docs/performance.md for the figures and how to read them):
    fixes      time per fix of ``--fix``/``--diff`` with 1,000 to 10,000 fixes in one file, and time per call
               of AGF111 (flake8 with --autograd-preview, and the command with its fixes) with 1,000 to
               10,000 direct calls in one function: each should stay flat.
+   growth     time per unit on generated inputs of 10 to 1,000 units (tensors one forward keeps on ctx,
+              Function classes or custom ops in a module, returns of one backward), through flake8 with
+              --autograd-preview and the command (check, --diff); a run past --growth-budget seconds is
+              stopped, and the larger sizes of that run are not started (--quick: up to 300 units).
 4. command    wall time of the ``flake8-autograd`` console script with -j 1 and -j 2.
 5. torchfix   ``flake8 -j 1`` with TorchFix installed vs without, as a reference.
 6. memory     the plugin's peak (tracemalloc) while checking a file vs the size of its libcst tree.
@@ -52,7 +56,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from benchmarks import accuracy, dense, fixes, memory, performance, scaling
+from benchmarks import accuracy, dense, fixes, growth, memory, performance, scaling
 from benchmarks.common import (
     Row,
     Run,
@@ -71,6 +75,8 @@ from benchmarks.common import (
     versions_in,
 )
 from benchmarks.fixes import FIX_COUNTS
+from benchmarks.growth import BUDGET as GROWTH_BUDGET
+from benchmarks.growth import GROWTH_SIZES, QUICK_GROWTH_BUDGET, QUICK_GROWTH_SIZES
 from benchmarks.scaling import DEFAULT_PLOT, SIZES
 
 
@@ -86,12 +92,12 @@ class InnerSection(Protocol):
     def report_tables(self, measured: Dict[str, Any]) -> List[str]: ...
 
 
-INNER_MODULES: Tuple[InnerSection, ...] = (dense, scaling, fixes, memory, accuracy)
+INNER_MODULES: Tuple[InnerSection, ...] = (dense, scaling, fixes, memory, accuracy, growth)
 INNER_SECTIONS = tuple(name for module in INNER_MODULES for name in module.SECTIONS)
 # --only's sections, in this order: the parent's (performance), then the child's.
 ALL_SECTIONS = performance.SECTIONS + INNER_SECTIONS
 # The child's rows in the report, in the order they have always come.
-ROW_ORDER: Tuple[InnerSection, ...] = (fixes, dense, scaling, memory, accuracy)
+ROW_ORDER: Tuple[InnerSection, ...] = (fixes, dense, scaling, memory, accuracy, growth)
 # The child runs the script, not ``-m benchmarks``: it needs no working directory.
 SCRIPT = Path(__file__).resolve().parent / "bench.py"
 
@@ -118,6 +124,7 @@ def measure_inside(run: Run, inner: Sequence[str]) -> None:
         "--corpus", str(run.corpus), "--rounds", str(args.rounds),
         "--sizes", args.sizes or ",".join(str(size) for size in run.sizes),
         "--fix-counts", args.fix_counts,
+        "--growth-sizes", args.growth_sizes, "--growth-budget", str(args.growth_budget),
         "--plot", args.plot,
     ]
     if args.realcode_cache:
@@ -167,6 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the projects the real-code scorer checks, as benchmarks/realcode/fetch.py downloads them (default: "
         "the scorer's, ~/.cache/flake8-autograd-realcode); the accuracy section is skipped without them",
     )
+    parser.add_argument(
+        "--growth-budget", type=float, default=None, metavar="SECONDS",
+        help=f"growth: the longest one run may take (default {GROWTH_BUDGET:g}; --quick {QUICK_GROWTH_BUDGET:g})",
+    )
+    parser.add_argument("--growth-sizes", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--fix-counts", default=",".join(map(str, FIX_COUNTS)), help=argparse.SUPPRESS)
     parser.add_argument("--inner", help=argparse.SUPPRESS)
@@ -189,6 +201,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.instructions_sample *= 4
         args.max_classes = min(args.max_classes, 100)
         args.fix_counts = "250,500,1000"
+        args.growth_sizes = args.growth_sizes or ",".join(map(str, QUICK_GROWTH_SIZES))
+        args.growth_budget = args.growth_budget or QUICK_GROWTH_BUDGET
+    args.growth_sizes = args.growth_sizes or ",".join(map(str, GROWTH_SIZES))
+    args.growth_budget = args.growth_budget or GROWTH_BUDGET
     sizes = [size for size in SIZES if size <= args.max_classes]
     sections = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = set(sections) - set(ALL_SECTIONS)

@@ -14,12 +14,14 @@ import libcst as cst
 
 from ..conventions import CtxNames, TorchVersion
 from .counting import CountedReturn, backward_never_runs, counted_returns
+from .ctx_attributes import stored_through_graph_nodes
 from .discovery import ClassSite, Discovery
 from .grad_free import grad_free_arguments
 from .model import ClassModel, Method
 from .module_facts import ApplyCall, ModuleFacts, statement_names
 from .name_uses import NameUses, name_uses
 from .names import ImportTable, ast_dotted
+from .op_facts import globals_assigned_in_functions, module_bound_names, module_state_holders
 from .provenance import ALLOCATIONS, LAYOUT_METHODS
 from .scopes import CLASS, ModuleScopes, Scope
 from .tensors import Kind, TensorInference
@@ -103,6 +105,11 @@ class Analysis:
         self._backward_never_runs: Dict[ClassModel, bool] = {}
         self._allocating: Optional[FrozenSet[str]] = None
         self._name_uses: Optional[NameUses] = None
+        # Module-wide facts the custom-op rules read, worked out once for all the operators of the module.
+        self._mutable_globals: Optional[Dict[str, str]] = None
+        self._state_holders: Optional[Dict[str, str]] = None
+        self._bound_names: Optional[Set[str]] = None
+        self._graph_node_stores: Optional[Tuple[Optional[FrozenSet[str]]]] = None
         # Facts across the module's functions and callers, read when first asked.
         self.module_facts = ModuleFacts(tree, discovery, self.apply_calls, lines)
 
@@ -161,6 +168,30 @@ class Analysis:
         if self._allocating is None:
             self._allocating = _allocating_helpers(self.tree)
         return self._allocating
+
+    def mutable_globals(self) -> Dict[str, str]:
+        """:func:`.op_facts.globals_assigned_in_functions` of the module, read once."""
+        if self._mutable_globals is None:
+            self._mutable_globals = globals_assigned_in_functions(self.tree)
+        return self._mutable_globals
+
+    def state_holders(self) -> Dict[str, str]:
+        """:func:`.op_facts.module_state_holders` of the module, read once."""
+        if self._state_holders is None:
+            self._state_holders = module_state_holders(self.tree, self.imports, self.mutable_globals())
+        return self._state_holders
+
+    def bound_names(self) -> Set[str]:
+        """:func:`.op_facts.module_bound_names` of the module, read once."""
+        if self._bound_names is None:
+            self._bound_names = module_bound_names(self.tree)
+        return self._bound_names
+
+    def graph_node_stores(self) -> Optional[FrozenSet[str]]:
+        """:func:`.ctx_attributes.stored_through_graph_nodes` of the module, read once (not once per class)."""
+        if self._graph_node_stores is None:
+            self._graph_node_stores = (stored_through_graph_nodes(self.tree, self.lines),)
+        return self._graph_node_stores[0]
 
     def apply_calls(self, class_name: str) -> List[ApplyCall]:
         if self._apply_calls is None:

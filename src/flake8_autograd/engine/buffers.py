@@ -219,15 +219,21 @@ class _Trace:
 
     def _parent_map(self) -> Dict[int, cst.CSTNode]:
         if self._parents is None:
-            parents: Dict[int, cst.CSTNode] = {}
-            body = self._body()
-            for child in children(body):
-                parents[id(child)] = body
-            for node in walk_scope(body):
-                for child in children(node):
-                    parents[id(child)] = node
-            self._parents = parents
+            self._parents = self.backward.derived(_parent_map)  # once per method, not per attribute traced
         return self._parents
+
+
+def _parent_map(backward: Method) -> Dict[int, cst.CSTNode]:
+    """The node around each node of ``backward``'s own scope, by id."""
+    assert backward.node is not None
+    parents: Dict[int, cst.CSTNode] = {}
+    body = backward.node.body
+    for child in children(body):
+        parents[id(child)] = body
+    for node in walk_scope(body):
+        for child in children(node):
+            parents[id(child)] = node
+    return parents
 
 
 def _none_test(comparison: cst.Comparison) -> bool:

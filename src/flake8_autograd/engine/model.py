@@ -522,6 +522,21 @@ def forward_inputs(model: ClassModel) -> Optional[ForwardInputs]:
     return model.forward_inputs()
 
 
+def return_index(method: Method, position: Tuple[int, int]) -> Optional[int]:
+    """The index in ``method.facts.returns`` of the ``return`` that starts at ``position`` (line, column).
+
+    The positions of all the method's returns are worked out once (kept on the method): a fix looking up
+    the return of each of many findings would otherwise place every return again for each finding."""
+    return method.derived(_return_positions).get(position)
+
+
+def _return_positions(method: Method) -> Dict[Tuple[int, int], int]:
+    positions: Dict[Tuple[int, int], int] = {}
+    for index, ret in enumerate(method.facts.returns):
+        positions.setdefault(method.position(ret), index)
+    return positions
+
+
 def uses_first_as_ctx(method: Method) -> bool:
     """The first parameter is named ctx, or the body uses it as one (``self.save_for_backward``)."""
     name = method.ctx_name

@@ -102,6 +102,7 @@ class ModuleFacts:
         self._walked: Optional[_Walked] = None
         self._stored_names: Dict[int, FrozenSet[str]] = {}
         self._function_class_nodes: Optional[Set[int]] = None
+        self._subclass_names: Optional[Dict[str, List[str]]] = None  # local subclasses by their base's name
 
     # -- helpers ---------------------------------------------------------------------------------
     def helper(self, name: str, where: ClassSite) -> Optional[HelperSignature]:
@@ -213,14 +214,23 @@ class ModuleFacts:
         return kinds
 
     def _family_calls(self, class_name: str) -> List[ApplyCall]:
-        names = [class_name]
-        seen = {class_name}
-        for name in names:
+        return [call for name in self._family([class_name]) for call in self._apply_calls(name)]
+
+    def _family(self, class_names: Sequence[str]) -> List[str]:
+        """``class_names`` and the names of their local subclasses at any depth, each once, nearest first."""
+        if self._subclass_names is None:  # indexed once: a scan of every class per call was quadratic
+            self._subclass_names = {}
             for site in self.discovery.classes:
-                if site.name not in seen and any(base.name == name for base in site.local_bases):
-                    seen.add(site.name)
-                    names.append(site.name)
-        return [call for name in names for call in self._apply_calls(name)]
+                for base_name in dict.fromkeys(base.name for base in site.local_bases):
+                    self._subclass_names.setdefault(base_name, []).append(site.name)
+        names = list(dict.fromkeys(class_names))
+        seen = set(names)
+        for name in names:
+            for subclass in self._subclass_names.get(name, ()):
+                if subclass not in seen:
+                    seen.add(subclass)
+                    names.append(subclass)
+        return names
 
     def _argument_kind(self, call: ApplyCall, argument: ast.expr) -> Kind:
         if _is_literal(argument):
@@ -310,8 +320,8 @@ class ModuleFacts:
 
     def _walk(self) -> _Walked:
         if self._walked is None:
-            calls = {id(call.node) for site in self.discovery.function_classes
-                     for call in self._family_calls(site.name) if call.node is not None}
+            families = self._family([site.name for site in self.discovery.function_classes])
+            calls = {id(call.node) for name in families for call in self._apply_calls(name) if call.node is not None}
             self._walked = _walk_module(self.tree, calls)
         return self._walked
 

@@ -565,9 +565,12 @@ CONTEXT_VAR_METHODS = frozenset({"get", "set", "reset"})
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
 
 
-def module_state_holders(tree: ast.Module, imports: ImportTable) -> Dict[str, str]:
+def module_state_holders(
+    tree: ast.Module, imports: ImportTable, rebound: Optional[Dict[str, str]] = None
+) -> Dict[str, str]:
     """Module-level names bound once, to ``contextvars.ContextVar(...)`` or ``threading.local()``, each with
-    its kind ("ContextVar" or "threading.local"). A name a function rebinds (``global``) is left out."""
+    its kind ("ContextVar" or "threading.local"). A name a function rebinds (``global``) is left out;
+    ``rebound``, when given, is :func:`globals_assigned_in_functions` of the module, already worked out."""
     counts: Dict[str, int] = {}
     holders: Dict[str, str] = {}
     for node in _module_level_statements(tree.body):
@@ -596,7 +599,8 @@ def module_state_holders(tree: ast.Module, imports: ImportTable) -> Dict[str, st
             kind = STATE_HOLDER_FACTORIES.get(imports.resolve_dotted(dotted) or "") if dotted else None
             if kind is not None:
                 holders[targets[0].id] = kind
-    rebound = globals_assigned_in_functions(tree)
+    if rebound is None:
+        rebound = globals_assigned_in_functions(tree)
     return {name: kind for name, kind in holders.items() if counts.get(name) == 1 and name not in rebound}
 
 

@@ -45,6 +45,10 @@ _INDENTED_HEADER = "if 1:\n"
 MAX_SYNTAX_DEPTH = 1_000
 
 Position = Tuple[int, int]
+# How far the passes over one method have gone: one stopped at the node asked for, one to the end (or one
+# whose positions are not the file's: nothing is placed), or one to the end that failed (each node is then
+# placed by a pass that stops at it).
+_STOPPED, _WHOLE, _FAILED = "stopped", "whole", "failed"
 
 
 class Segment:
@@ -72,6 +76,7 @@ class Segment:
         self._positions: Optional[Dict[cst.CSTNode, Position]] = None
         self._defs: Optional[Dict[cst.CSTNode, Position]] = None
         self._placed: Dict[cst.CSTNode, Position] = {}
+        self._passes: Dict[cst.FunctionDef, str] = {}  # how far the passes over each method have gone
 
     def position(self, node: cst.CSTNode, method: Optional[cst.FunctionDef] = None) -> Position:
         """(1-based line, 0-based column) of ``node`` in the file.
@@ -91,13 +96,37 @@ class Segment:
         return found
 
     def _place_in_method(self, node: cst.CSTNode, method: cst.FunctionDef) -> Optional[Position]:
-        """``node``'s position from a pass over ``method`` alone; None when that pass cannot tell."""
+        """``node``'s position from a pass over ``method`` alone; None when that pass cannot tell.
+
+        Every pass keeps the position of each node it generated whole. The first pass over a method stops
+        once ``node`` is placed; a method asked again, for a node that pass did not reach, is generated
+        whole, once: many findings in one method (a return each) cost two passes, not one each.
+        """
         anchor = self._def_positions().get(method)
         if anchor is None:
             return None  # not a def of this class's own body
         found = self._placed.get(node)
         if found is not None:
             return found
+        passes = self._passes.get(method)
+        if passes == _WHOLE:
+            return None  # not in this method (or the method's positions are not the file's)
+        if passes == _STOPPED:
+            went = self._generate(None, method, anchor)
+            self._passes[method] = _FAILED if went == _FAILED else _WHOLE
+            if went != _FAILED:
+                return self._placed.get(node)
+        # The first pass over the method, or its whole pass fails (a RecursionError far down): stop at the node.
+        went = self._generate(node, method, anchor)
+        if passes is None:
+            self._passes[method] = _STOPPED if went in (_STOPPED, _FAILED) else _WHOLE
+        return self._placed.get(node)
+
+    def _generate(self, node: Optional[cst.CSTNode], method: cst.FunctionDef, anchor: Position) -> Optional[str]:
+        """One pass over ``method``, stopping once ``node`` is placed (``None``: going to the end); the
+        position of every node generated whole, and of ``node``, goes to ``_placed``. How far it went
+        (:data:`_STOPPED` at the node, :data:`_WHOLE` to the end, :data:`_FAILED`), or None when its
+        positions are not the file's."""
         state = _PlacingState(
             default_indent=self.module.default_indent,
             default_newline=self.module.default_newline,
@@ -105,24 +134,28 @@ class Segment:
             indent_tokens=self._body_indent(),
         )
         state.target, state.method, state.ranges = node, method, {}
+        went = _WHOLE
         try:
             method._codegen(state)
         except _Placed:
-            pass
+            went = _STOPPED
         except Exception:  # noqa: BLE001 - RecursionError some hundred levels deep: the whole-class pass decides
-            return None
-        target, start = state.target_start, state.def_start
-        if target is None or start is None:
-            return None  # not in this method
+            went = _FAILED
+        start = state.def_start
         shifts = self.column_shifts
-        if start.column + shifts.get(anchor[0], 0) != anchor[1]:
+        if start is None or start.column + shifts.get(anchor[0], 0) != anchor[1]:
             # libcst did not give back the text it parsed: its positions, which the findings have always
             # used, come from its pass.
             return None
-        line = anchor[0] - start.line + target.line
-        found = (line, target.column + shifts.get(line, 0))
-        self._placed[node] = found
-        return found
+        offset = anchor[0] - start.line
+        for each, code_range in state.ranges.items():
+            line = offset + code_range.start.line
+            self._placed.setdefault(each, (line, code_range.start.column + shifts.get(line, 0)))
+        target = state.target_start
+        if node is not None and target is not None:
+            line = offset + target.line
+            self._placed[node] = (line, target.column + shifts.get(line, 0))
+        return went
 
     def _def_positions(self) -> Dict[cst.CSTNode, Position]:
         """Each ``def`` of the class body at the position flake8's ``ast`` gives its keyword.

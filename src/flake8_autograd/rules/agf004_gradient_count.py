@@ -9,7 +9,7 @@ import libcst as cst
 from ..engine.analysis import Analysis
 from ..engine.counting import CountedReturn, fall_off_mirrors_forward, slot_is_none
 from ..engine.custom_op_model import is_custom_op
-from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs
+from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs, return_index
 from ..engine.tensors import Kind, annotation_kind
 from ..fixes import Edit, Fix, locator
 from .base import Finding, Rule
@@ -165,11 +165,11 @@ class GradientCountRule(Rule):
             method = model.own_methods.get(name)
             if method is None or method.node is None:
                 continue
-            for counted in analysis.returns(method):
-                if counted.falls_off or not isinstance(counted.node, cst.Return):
-                    continue
-                if method.position(counted.node) == (finding.line, finding.column):
-                    return _append_nones(model, method, forward, counted.node, counted, inputs, analysis)
+            returns = analysis.returns(method)  # one per return statement, in order, then falling off
+            index = return_index(method, (finding.line, finding.column))
+            counted = returns[index] if index is not None and index < len(returns) else None
+            if counted is not None and not counted.falls_off and isinstance(counted.node, cst.Return):
+                return _append_nones(model, method, forward, counted.node, counted, inputs, analysis)
         return None
 
 

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..engine.analysis import Analysis
 from ..engine.custom_op_model import is_custom_op
-from ..engine.model import ClassModel
+from ..engine.model import ClassModel, return_index
 from ..fixes import Edit, Fix, bare_code, locator
 from .base import Finding, Rule
 
@@ -84,25 +84,26 @@ class ListReturnRule(Rule):
             method = model.own_methods.get(name)
             if method is None or method.node is None:
                 continue
-            for ret in method.facts.returns:
-                if not isinstance(ret.value, cst.List) or method.position(ret) != (finding.line, finding.column):
-                    continue
-                if name == "forward" and not _backward_takes_each_element(model, method.facts.returns, ret.value):
-                    return None
-                where = locator(model.segment)
-                span = where.span(ret.value) if where is not None else None
-                if where is None or span is None or where.text(*span) != bare_code(ret.value):
-                    return None
-                (first_line, first_column), (last_line, last_column) = span
-                elements = ret.value.elements
-                needs_comma = len(elements) == 1 and not isinstance(elements[0].comma, cst.Comma)
-                return Fix(
-                    (
-                        Edit((first_line, first_column), (first_line, first_column + 1), "("),
-                        Edit((last_line, last_column - 1), (last_line, last_column), ",)" if needs_comma else ")"),
-                    ),
-                    FORWARD_UNSAFE_BECAUSE if name == "forward" else None,
-                )
+            index = return_index(method, (finding.line, finding.column))
+            ret = method.facts.returns[index] if index is not None else None
+            if ret is None or not isinstance(ret.value, cst.List):
+                continue
+            if name == "forward" and not _backward_takes_each_element(model, method.facts.returns, ret.value):
+                return None
+            where = locator(model.segment)
+            span = where.span(ret.value) if where is not None else None
+            if where is None or span is None or where.text(*span) != bare_code(ret.value):
+                return None
+            (first_line, first_column), (last_line, last_column) = span
+            elements = ret.value.elements
+            needs_comma = len(elements) == 1 and not isinstance(elements[0].comma, cst.Comma)
+            return Fix(
+                (
+                    Edit((first_line, first_column), (first_line, first_column + 1), "("),
+                    Edit((last_line, last_column - 1), (last_line, last_column), ",)" if needs_comma else ")"),
+                ),
+                FORWARD_UNSAFE_BECAUSE if name == "forward" else None,
+            )
         return None
 
 

@@ -9,7 +9,7 @@ import libcst as cst
 
 from ..engine.analysis import Analysis
 from ..engine.ctx_attributes import (
-    TORCH_CTX_ATTRIBUTES, CtxAttributes, ctx_attributes, guarded_nodes, stored_through_graph_nodes, unset_exit,
+    TORCH_CTX_ATTRIBUTES, CtxAttributes, ctx_attributes, guarded_nodes, unset_exit,
 )
 from ..engine.custom_op_model import is_custom_op
 from ..engine.model import ClassModel, Method
@@ -111,7 +111,7 @@ class CtxAttributeUnsetRule(Rule):
                 if attribute in stored_by_readers:
                     continue  # backward sets it itself (or jvp does): the order is not followed here
                 if outside is None:
-                    found = stored_through_graph_nodes(analysis.tree, analysis.lines)
+                    found = analysis.graph_node_stores()
                     outside = set(found) if found is not None else None
                     if outside is None:
                         return  # a graph node gets attributes by computed names: any may be set

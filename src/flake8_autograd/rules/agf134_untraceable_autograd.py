@@ -6,9 +6,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Dict, Iterator, List, Set, Tuple
 
-from ..engine.op_facts import (
-    global_writes, globals_assigned_in_functions, module_state_holders, own_scope, rebound_names, state_holder_uses,
-)
+from ..engine.op_facts import global_writes, own_scope, rebound_names, state_holder_uses
 from .base import Finding, OpRule
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,8 +80,8 @@ class UntraceableAutogradRule(OpRule):
                     functions.append((role, function))
         if not functions:
             return
-        mutable_globals = globals_assigned_in_functions(analysis.tree)
-        holders = module_state_holders(analysis.tree, analysis.discovery.imports)
+        mutable_globals = analysis.mutable_globals()  # module-wide: worked out once, not per operator
+        holders = analysis.state_holders()
         for role, function in functions:
             fields = {"role": role, "function": f"'{function.name}'", "op": f"'{op.name}'"}
             for node in _data_ptr_calls(function):

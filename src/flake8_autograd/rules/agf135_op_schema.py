@@ -6,8 +6,7 @@ import ast
 from typing import TYPE_CHECKING, Iterator, List, Tuple
 
 from ..engine.op_facts import (
-    AnnotationReader, holds_tensors, module_bound_names, parameter_type_supported,
-    return_type_supported,
+    AnnotationReader, holds_tensors, parameter_type_supported, return_type_supported,
 )
 from .base import Finding, OpRule
 
@@ -89,7 +88,7 @@ class OpSchemaRule(OpRule):
             yield self.report_at(factory, self.no_mutates_message, op=name)
         if "schema" in given:
             return  # a written schema: the annotations are not read
-        reader = AnnotationReader(analysis.discovery.imports, module_bound_names(analysis.tree))
+        reader = AnnotationReader(analysis.discovery.imports, analysis.bound_names())
         yield from self._check_parameters(op, reader, tagged="tags" in given)
         if "tags" not in given:  # an out or in-place tag reads the return against the mutated arguments
             yield from self._check_return(op, reader)

@@ -16,11 +16,11 @@ import multiprocessing
 import re
 import tokenize
 from dataclasses import dataclass, replace
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..conventions import CtxNames, TorchVersion
 from ..engine.checker import check_tree, might_define_function
-from ..fixes import computing_fixes
+from ..fixes import Fix, computing_fixes
 from ..rules import PREVIEW_RULES, RULES
 from ..rules.base import Finding, Rule
 from .noqa import InlineNoqa, file_is_exempt
@@ -159,28 +159,33 @@ def lint_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Tuple[
             min_torch_version=options.min_torch_version,
         )
     noqa = InlineNoqa(lines)
-    selected = [
-        _without_fix_on_silenced_lines(finding, noqa)
-        for finding in findings
-        if options.selects(finding.code) and not noqa.silences(finding.line, finding.code)
-    ]
+    allowed: Dict[Tuple[int, str], bool] = {}  # a fix shared by several findings is looked at once
+    selected = []
+    for finding in findings:
+        if not options.selects(finding.code) or noqa.silences(finding.line, finding.code):
+            continue
+        fix = finding.fix
+        if fix is not None:
+            key = (id(fix), finding.code)
+            if key not in allowed:
+                allowed[key] = not _edits_silenced_lines(fix, finding.code, noqa)
+            if not allowed[key]:
+                finding = replace(finding, fix=None)
+        selected.append(finding)
     return selected, None
 
 
-def _without_fix_on_silenced_lines(finding: Finding, noqa: InlineNoqa) -> Finding:
-    """The finding without its fix when the fix would edit a line on which the user silenced its code:
-    one fix can repair several findings at once (AGF003 merges a forward's stores into one call), and
-    a store the user kept on purpose must stay as written."""
-    fix = finding.fix
-    if fix is None:
-        return finding
+def _edits_silenced_lines(fix: Fix, code: str, noqa: InlineNoqa) -> bool:
+    """Whether the fix edits a line on which the user silenced ``code``: one fix can repair several
+    findings at once (AGF003 merges a forward's stores into one call), and a store the user kept on
+    purpose must stay as written."""
+    lines: Set[int] = set()
     for edit in fix.edits:
         (first, _), (last, last_column) = edit.start, edit.end
         if last_column == 0 and last > first:
             last -= 1  # an edit ending at the start of a line does not touch that line
-        if any(noqa.silences(line, finding.code) for line in range(first, last + 1)):
-            return replace(finding, fix=None)
-    return finding
+        lines.update(range(first, last + 1))
+    return any(noqa.silences(line, code) for line in lines)
 
 
 def _syntax_reason(error: Exception) -> str:

@@ -17,6 +17,7 @@ import libcst as cst
 
 from .model import Method
 from .saved_paths import _gradient_locals, _PathWalker, _Unknown
+from .walk import walk_scope
 
 # What a ctx offers in backward without forward setting it: ``dir()`` of a real ctx in backward under
 # torch 2.13 (BackwardCFunction and its bases), the same in the combined and setup_context styles; plus
@@ -143,6 +144,8 @@ def unset_exit(setter: Method, stores: List[cst.CSTNode]) -> Optional[cst.CSTNod
     node = setter.node
     if node is None or setter.facts.yields:
         return None
+    if any(id(store) in setter.derived(_run_before_any_return) for store in stores):
+        return None  # a plain statement of the body itself, before anything that can return: on every path
     in_forward = setter.name == "forward"
     walker = _StoreWalker(setter, stores, any_return=not in_forward, gradient_names=setter.derived(_gradient_locals))
     try:
@@ -153,6 +156,22 @@ def unset_exit(setter: Method, stores: List[cst.CSTNode]) -> Optional[cst.CSTNod
         body = node.body
         walker.unsaved_exit = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else node
     return walker.unsaved_exit
+
+
+def _run_before_any_return(method: Method) -> FrozenSet[int]:
+    """Ids of the nodes of the body's own simple statements that come before every statement holding a
+    ``return``: each runs on every path to a way out (one walk of the body, shared by every attribute)."""
+    body = method.node.body if method.node is not None else None
+    if not isinstance(body, cst.IndentedBlock):
+        return frozenset()
+    found: Set[int] = set()
+    for statement in body.body:
+        nodes = [statement, *walk_scope(statement)]
+        if any(type(node) is cst.Return for node in nodes):
+            break
+        if isinstance(statement, cst.SimpleStatementLine):
+            found.update(id(node) for node in nodes)
+    return frozenset(found)
 
 
 class _StoreWalker(_PathWalker):

@@ -10,6 +10,7 @@ needed, an ``if`` with no ``else`` that saves or returns: a save made optional o
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set
 
@@ -102,7 +103,7 @@ class _PathWalker:
         # Where the saves are in the method's shared walk: "does this statement save" is then a look at a
         # few numbers, not a walk of the statement (asked of every statement at every depth).
         spans = [method.span(save) for save in saves]
-        self.save_places: Optional[List[int]] = [span[0] for span in spans if span is not None]
+        self.save_places: Optional[List[int]] = sorted(span[0] for span in spans if span is not None)
         if len(self.save_places) != len(saves):
             self.save_places = None  # a save the shared walk did not reach: walk each statement
         self.gradient_names = gradient_names  # locals holding a gradient test (``wanted = any(ctx.needs_input_grad)``)
@@ -114,7 +115,9 @@ class _PathWalker:
         if span is None:
             return any(id(found) in self.saves for found in walk_scope(node))
         start, end = span
-        return any(start < place < end for place in self.save_places or ())
+        places = self.save_places or []  # sorted: the first place past ``start`` answers
+        following = bisect.bisect_right(places, start)
+        return following < len(places) and places[following] < end
 
     def _mentions_gradient_test(self, test: cst.BaseExpression) -> bool:
         names = self.method.names_in(test)

@@ -6,6 +6,8 @@ class keeps the original's decorators, ctx names, stores and returns; backward r
 ``ctx.saved_variables`` (AGF119).
 """
 
+import types
+
 import torch
 from torch.cuda.amp import custom_bwd, custom_fwd
 
@@ -38,6 +40,13 @@ def _backward_kernel(x, grad_output, scale, minibatch_mean, minibatch_inv_var):
     return dx, dscale, dbias
 
 
+# The extension module the original imports, on CPU.
+cudnn_gbn_lib = types.SimpleNamespace(
+    forward=_forward_kernel,
+    backward=_backward_kernel,
+)
+
+
 class _GroupBatchNorm2d(torch.autograd.Function):
     @staticmethod
     @custom_fwd
@@ -62,7 +71,7 @@ class _GroupBatchNorm2d(torch.autograd.Function):
         ctx.bn_group = group_size
         ctx.rank_id = group_rank
         ctx.peer_buffers = bwd_buffers
-        return _forward_kernel(
+        return cudnn_gbn_lib.forward(
             input, weight, bias, running_mean, running_variance, minibatch_mean, minibatch_inv_var, momentum, eps
         )
 
@@ -75,7 +84,7 @@ class _GroupBatchNorm2d(torch.autograd.Function):
         rank_id = ctx.rank_id
         peer_buffers = ctx.peer_buffers
         assert eps > 0 and bn_group == 1 and rank_id == 0 and peer_buffers is not None
-        dx, dscale, dbias = _backward_kernel(x, grad_output, scale, minibatch_mean, minibatch_inv_var)
+        dx, dscale, dbias = cudnn_gbn_lib.backward(x, grad_output, scale, minibatch_mean, minibatch_inv_var)
         return (
             dx,
             dscale,

@@ -7,6 +7,8 @@ counters (as the CUDA kernel does); the bitmask is a CPU int tensor where the or
 ``ctx.saved_variables`` (AGF119).
 """
 
+import types
+
 import torch
 
 SOURCE = ("apex", "apex/contrib/groupbn/batch_norm.py", "bn_addrelu_NHWC_impl")
@@ -38,6 +40,14 @@ def _addrelu_bwd_nhwc(x, grad_y, s, mini_m, mini_riv, bitmask):
     dscale = (grad_y * xhat).sum(dim=(0, 1, 2))
     dx = s * mini_riv / count * (count * grad_y - dbias - xhat * dscale)
     return dx, grad_y, dscale, dbias
+
+
+# The extension module the original imports, on CPU.
+bnp = types.SimpleNamespace(
+    bn_addrelu_fwd_nhwc=_addrelu_fwd_nhwc,
+    bn_addrelu_fwd_eval_nhwc=_addrelu_fwd_eval_nhwc,
+    bn_addrelu_bwd_nhwc=_addrelu_bwd_nhwc,
+)
 
 
 class bn_addrelu_NHWC_impl(torch.autograd.Function):
@@ -85,10 +95,10 @@ class bn_addrelu_NHWC_impl(torch.autograd.Function):
             ctx.bwd_grid_x = bwd_grid_x
             ctx.multi_stream = multi_stream
 
-            res = _addrelu_fwd_nhwc(x, z, s, b, rm, riv, mini_m, mini_riv, bitmask, mom, epsilon)
+            res = bnp.bn_addrelu_fwd_nhwc(x, z, s, b, rm, riv, mini_m, mini_riv, bitmask, mom, epsilon)
             return res
         else:
-            return _addrelu_fwd_eval_nhwc(x, z, s, b, rm, riv, epsilon)
+            return bnp.bn_addrelu_fwd_eval_nhwc(x, z, s, b, rm, riv, epsilon)
 
     @staticmethod
     def backward(ctx, grad_y):
@@ -108,7 +118,7 @@ class bn_addrelu_NHWC_impl(torch.autograd.Function):
         assert epsilon > 0 and 0 < mom < 1 and ret_cta is not None and bn_group == 1
         assert None not in (my_data, pair_data, magic, pair_data2, pair_data3, bwd_occup, bwd_grid_x, multi_stream)
 
-        dx, dz, dscale, dbias = _addrelu_bwd_nhwc(x, grad_y, s, mini_m, mini_riv, bitmask)
+        dx, dz, dscale, dbias = bnp.bn_addrelu_bwd_nhwc(x, grad_y, s, mini_m, mini_riv, bitmask)
 
         return (
             dx,

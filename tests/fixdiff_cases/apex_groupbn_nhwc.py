@@ -6,6 +6,8 @@ fills the minibatch statistics and the running ones in place without bumping the
 ctx names, stores and returns; backward reads ``ctx.saved_variables`` (AGF119).
 """
 
+import types
+
 import torch
 
 SOURCE = ("apex", "apex/contrib/groupbn/batch_norm.py", "bn_NHWC_impl")
@@ -38,6 +40,14 @@ def _bwd_nhwc(x, grad_y, s, b, mini_m, mini_riv, fuse_relu):
     dscale = (grad_y * xhat).sum(dim=(0, 1, 2))
     dx = s * mini_riv / count * (count * grad_y - dbias - xhat * dscale)
     return dx, dscale, dbias
+
+
+# The extension module the original imports, on CPU.
+bnp = types.SimpleNamespace(
+    bn_fwd_nhwc=_fwd_nhwc,
+    bn_fwd_eval_nhwc=_fwd_eval_nhwc,
+    bn_bwd_nhwc=_bwd_nhwc,
+)
 
 
 class bn_NHWC_impl(torch.autograd.Function):
@@ -84,10 +94,10 @@ class bn_NHWC_impl(torch.autograd.Function):
             ctx.bwd_grid_x = bwd_grid_x
             ctx.multi_stream = multi_stream
 
-            res = _fwd_nhwc(x, s, b, rm, riv, mini_m, mini_riv, mom, epsilon, fuse_relu)
+            res = bnp.bn_fwd_nhwc(x, s, b, rm, riv, mini_m, mini_riv, mom, epsilon, fuse_relu)
             return res
         else:
-            return _fwd_eval_nhwc(x, s, b, rm, riv, epsilon, fuse_relu)
+            return bnp.bn_fwd_eval_nhwc(x, s, b, rm, riv, epsilon, fuse_relu)
 
     @staticmethod
     def backward(ctx, grad_y):
@@ -108,7 +118,7 @@ class bn_NHWC_impl(torch.autograd.Function):
         assert epsilon > 0 and 0 < mom < 1 and ret_cta is not None and bn_group == 1
         assert None not in (my_data, pair_data, magic, pair_data2, pair_data3, bwd_occup, bwd_grid_x, multi_stream)
 
-        dx, dscale, dbias = _bwd_nhwc(x, grad_y, s, b, mini_m, mini_riv, fuse_relu)
+        dx, dscale, dbias = bnp.bn_bwd_nhwc(x, grad_y, s, b, mini_m, mini_riv, fuse_relu)
 
         return (
             dx,

@@ -14,17 +14,23 @@ after the fix, or a finding attributed to it was fixed: ``safe`` when the safe f
 ``unsafe`` when the unsafe ones change it further. A finding belongs to the class whose span holds its
 line; one outside every class (a call site) to the class its message names. The codes are those of the
 findings the fix removed. Output: a markdown table and the counts; files that cannot be read are counted.
+
+With ``--stand-ins DIR`` (tests/fixdiff_cases), each stand-in there (a module naming its class in
+``SOURCE = (project, file, class)``) is also checked against the class it stands for: the fixes must
+make the same edits to both classes' lines (compared stripped of indentation), or the line says how
+they differ. Exit status 1 when one differs or its class is missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from score import SPLIT_GROUPS, SPLITS, MalformedData, add_data_arguments, load_benchmark
@@ -187,11 +193,45 @@ def table(rows: Sequence[ChangedClass], projects: int, files: int, unreadable: i
     return lines
 
 
+def class_edits(text: str, path: str, name: str) -> Optional[List[str]]:
+    """The lines of class ``name`` that ``--fix --unsafe-fixes`` removes (``-``) and adds (``+``), stripped."""
+    original = class_sources(text, path).get((name, 0))
+    if original is None:
+        return None
+    after = class_sources(fix_text(text, path, UNSAFE)[0], path).get((name, 0), "")
+    diff = difflib.unified_diff(original.splitlines(), after.splitlines(), lineterm="", n=0)
+    return [line[0] + line[1:].strip() for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+def check_stand_ins(folder: Path, cache: Path) -> List[str]:
+    """One line per stand-in: whether its fix edits its class as the fix edits the real one."""
+    lines = []
+    for path in sorted(folder.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        sources = [
+            ast.literal_eval(node.value) for node in ast.parse(text).body
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["SOURCE"]
+        ]
+        if not sources:
+            continue
+        project, file, name = sources[0]
+        real = [found for found in (cache / project).rglob(PurePosixPath(file).name) if found.as_posix().endswith(file)]
+        if len(real) != 1:
+            lines.append(f"{path.name}: DIFFERS: {project}/{file} not found once in the cache")
+            continue
+        real_text = "".join(decode_lines(real[0].read_bytes()))
+        expected, found = class_edits(real_text, str(real[0]), name), class_edits(text, str(path), name)
+        verdict = "same edits" if expected is not None and expected == found else f"DIFFERS: {expected} != {found}"
+        lines.append(f"{path.name}: {project} {name}: {verdict}")
+    return lines
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     add_data_arguments(parser, "projects.toml", "all", "which projects to fix", (*SPLITS, *SPLIT_GROUPS))
     parser.add_argument("--only", help="comma-separated names of the projects to fix (default: the split's)")
     parser.add_argument("--output", type=Path, help="write the table to this file too")
+    parser.add_argument("--stand-ins", type=Path, help="check the CPU stand-ins of this folder against their classes")
     arguments = parser.parse_args(argv)
     try:
         benchmark = load_benchmark(arguments.data)
@@ -207,6 +247,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(report, end="")
     if arguments.output is not None:
         arguments.output.write_text(report, encoding="utf-8")
+    if arguments.stand_ins is not None:
+        checked = check_stand_ins(arguments.stand_ins, arguments.cache.expanduser())
+        covered = {line.split(": ")[1] for line in checked if "DIFFERS" not in line}
+        missing = [f"{row.project} {row.name}" for row in rows if f"{row.project} {row.name}" not in covered]
+        print("\n".join(["", "Stand-ins:", *checked, f"changed classes without a stand-in: {len(missing)}", *missing]))
+        return 1 if any("DIFFERS" in line for line in checked) else 0
     return 0
 
 

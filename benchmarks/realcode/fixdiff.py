@@ -13,7 +13,8 @@ Every ``.py`` file of the split's projects that defines a Function is fixed in-p
 after the fix, or a finding attributed to it was fixed: ``safe`` when the safe fixes change it,
 ``unsafe`` when the unsafe ones change it further. A finding belongs to the class whose span holds its
 line; one outside every class (a call site) to the class its message names. The codes are those of the
-findings the fix removed. Output: a markdown table and the counts; files that cannot be read are counted.
+findings the fix removed. Output: a markdown table and the counts; files that cannot be read are counted,
+and every fix that failed (``fix_text`` withheld it: it left its finding or broke the file) is listed.
 
 With ``--stand-ins DIR`` (tests/fixdiff_cases), each stand-in there (a module naming its class in
 ``SOURCE = (project, file, class)``) is also checked against the class it stands for: the fixes must
@@ -44,6 +45,7 @@ from flake8_autograd.findings import Finding
 SAFE = CheckOptions(preview=True)
 UNSAFE = CheckOptions(preview=True, unsafe_fixes=True)
 OUTSIDE = "(outside every Function class)"
+FAILED = "a fix did not repair its finding"  # fix_text's notice of a failed fix
 
 
 @dataclass(frozen=True)
@@ -108,8 +110,11 @@ def removed(before: Sequence[Finding], after: Sequence[Finding], options: CheckO
     return gone
 
 
-def changed_classes(project: str, relative: str, text: str, path: str) -> Optional[List[ChangedClass]]:
-    """The classes of one file the safe and the unsafe fixes change; None when it defines no Function."""
+def changed_classes(
+    project: str, relative: str, text: str, path: str, failed: Optional[List[str]] = None
+) -> Optional[List[ChangedClass]]:
+    """The classes of one file the safe and the unsafe fixes change; None when it defines no Function.
+    A fix that failed (withheld, its notice asks for a report) is added to ``failed``."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -117,8 +122,11 @@ def changed_classes(project: str, relative: str, text: str, path: str) -> Option
     spans = class_spans(tree, path)
     if not spans:
         return None
-    safe_text, safe_count, safe_after, _ = fix_text(text, path, SAFE)
-    unsafe_text, unsafe_count, unsafe_after, _ = fix_text(text, path, UNSAFE)
+    safe_text, safe_count, safe_after, safe_notice = fix_text(text, path, SAFE)
+    unsafe_text, unsafe_count, unsafe_after, unsafe_notice = fix_text(text, path, UNSAFE)
+    if failed is not None:
+        notices = dict.fromkeys(notice for notice in (safe_notice, unsafe_notice) if notice and FAILED in notice)
+        failed += [f"{project}/{relative}: {notice}" for notice in notices]
     if not safe_count and not unsafe_count:
         return []
     before, _ = lint_lines(text.splitlines(keepends=True), path, UNSAFE)
@@ -149,9 +157,11 @@ def changed_classes(project: str, relative: str, text: str, path: str) -> Option
     return rows
 
 
-def scan(cache: Path, projects: Sequence[str]) -> Tuple[List[ChangedClass], int, int]:
-    """The changed classes of the projects; how many files define a Function; how many could not be read."""
+def scan(cache: Path, projects: Sequence[str]) -> Tuple[List[ChangedClass], int, int, List[str]]:
+    """The changed classes of the projects; how many files define a Function; how many could not be read;
+    the fixes that failed."""
     rows: List[ChangedClass] = []
+    failed: List[str] = []
     files = unreadable = 0
     for project in projects:
         root = cache / project
@@ -163,14 +173,14 @@ def scan(cache: Path, projects: Sequence[str]) -> Tuple[List[ChangedClass], int,
                 continue
             if not might_define_function(text, ()):
                 continue
-            found = changed_classes(project, path.relative_to(root).as_posix(), text, str(path))
+            found = changed_classes(project, path.relative_to(root).as_posix(), text, str(path), failed)
             if found is not None:
                 files += 1
                 rows += found
-    return rows, files, unreadable
+    return rows, files, unreadable, failed
 
 
-def table(rows: Sequence[ChangedClass], projects: int, files: int, unreadable: int) -> List[str]:
+def table(rows: Sequence[ChangedClass], projects: int, files: int, unreadable: int, failed: Sequence[str]) -> List[str]:
     """The markdown table of the changed classes, then the counts."""
     lines = [
         "| project | file | class | safe fixes | unsafe fixes |",
@@ -189,6 +199,8 @@ def table(rows: Sequence[ChangedClass], projects: int, files: int, unreadable: i
         f"{len(rows)} classes changed: {by_safe} by safe fixes, {sum(row.unsafe for row in rows)} by unsafe fixes "
         f"({only_unsafe} by unsafe fixes only)",
         "codes fixed (classes): " + ", ".join(f"{code} {number}" for code, number in sorted(codes.items())),
+        f"failed fixes (withheld; each a rule's bug): {len(failed)}",
+        *failed,
     ]
     return lines
 
@@ -242,8 +254,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     projects = sorted(name for name, project in benchmark.projects.items() if project.split in splits)
     if arguments.only:
         projects = [name for name in projects if name in arguments.only.split(",")]
-    rows, files, unreadable = scan(arguments.cache.expanduser(), projects)
-    report = "\n".join(table(rows, len(projects), files, unreadable)) + "\n"
+    rows, files, unreadable, failed = scan(arguments.cache.expanduser(), projects)
+    report = "\n".join(table(rows, len(projects), files, unreadable, failed)) + "\n"
     print(report, end="")
     if arguments.output is not None:
         arguments.output.write_text(report, encoding="utf-8")

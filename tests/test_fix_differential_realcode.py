@@ -14,6 +14,7 @@ identical; any other difference must be the one its ``unsafe_because`` names. Sk
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import types
@@ -106,7 +107,8 @@ def behaviour(module: types.ModuleType) -> Tuple[Any, Any, Any, Any]:
     return snapshot(raw), snapshot(args), first, second
 
 
-def fixed(path: Path, options: CheckOptions) -> Tuple[str, List[str], List[str]]:
+@functools.lru_cache(maxsize=None)  # each stand-in is fixed once per options, whichever test asks
+def fixed(path: Path, options: CheckOptions) -> Tuple[str, List[str], Tuple[str, ...]]:
     """The stand-in's text after the fixes ``options`` applies; the codes fixed; the unsafe_because of each
     unsafe fix among them."""
     text = path.read_text(encoding="utf-8")
@@ -125,7 +127,7 @@ def fixed(path: Path, options: CheckOptions) -> Tuple[str, List[str], List[str]]
         if finding.fix.unsafe_because is not None:
             reasons.append(finding.fix.unsafe_because)
     assert count == len(codes), path.name
-    return after_text, sorted(set(codes)), reasons
+    return after_text, sorted(set(codes)), tuple(reasons)
 
 
 def stand_in_id(path: Path) -> str:
@@ -179,3 +181,32 @@ def test_an_unsafe_fix_changes_only_what_it_says(path: Path) -> None:
         assert isinstance(after[3], RuntimeError) and "second time" in str(after[3]), after[3]
         assert any("second backward" in reason for reason in reasons), reasons
     assert module.SECOND_BACKWARD_DIFFERS == (not same(before[3], after[3])), path.name
+
+
+MUTATING = [path for path in STAND_INS if "\ndef mutate(" in path.read_text(encoding="utf-8")]
+
+
+def backward_after_mutation(module: types.ModuleType) -> Any:
+    """The gradients of a run whose stored tensor the stand-in's ``mutate`` changes in place between forward
+    and backward (or the exception backward raises)."""
+    torch.manual_seed(0)
+    args = module.inputs()
+    leaves = [arg for arg in args if isinstance(arg, torch.Tensor) and arg.requires_grad]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outputs = differentiable(module.run(args))
+        module.mutate(args)
+        weights = [torch.linspace(0.5, 1.5, output.numel()).view_as(output) for output in outputs]
+        return outcome(lambda: torch.autograd.grad(outputs, leaves, weights, allow_unused=True))
+
+
+@pytest.mark.parametrize("path", MUTATING, ids=stand_in_id)
+def test_an_unsafe_saving_fix_raises_where_an_in_place_change_went_unchecked(path: Path) -> None:
+    """The other difference AGF003's unsafe_because names: an in-place change of the tensor between forward
+    and backward, unseen while it sat on ctx, now fails the saved tensor's version check."""
+    module = load(path.read_text(encoding="utf-8"), path.stem)
+    text, _, reasons = fixed(path, UNSAFE)
+    before, after = backward_after_mutation(module), backward_after_mutation(load(text, path.stem + "_fixed"))
+    assert not isinstance(before, Exception), before
+    assert isinstance(after, RuntimeError) and "modified by an inplace operation" in str(after), after
+    assert any("in-place change" in reason for reason in reasons), reasons

@@ -141,3 +141,9 @@ def inputs():
 
 def run(args):
     return token_shift(*args)
+
+
+def mutate(args):
+    """An in-place change of the stored tensor between forward and backward: the two chunks of the second
+    sequence listed in the other order (the same steps, so the original's gradient does not change)."""
+    args[4][3:].copy_(args[4][3:].flip(0).clone())

@@ -127,7 +127,7 @@ SHAPES: Dict[str, Shape] = {
 RUN_LABELS = {
     "flake8": "flake8 --autograd-preview",
     "check": "flake8-autograd --preview",
-    "diff": "flake8-autograd --preview --diff",
+    "diff": "flake8-autograd --preview --diff --unsafe-fixes",
 }
 
 
@@ -140,6 +140,7 @@ def runners() -> Dict[str, Callable[[str, ast.Module], int]]:
     fixer: Any = importlib.import_module("flake8_autograd.command.fixer")
     patch: Any = importlib.import_module("flake8_autograd.command.patch")
     options = runner.CheckOptions(preview=True)
+    every_fix = runner.CheckOptions(preview=True, unsafe_fixes=True)  # AGF003's fix is unsafe: apply it too
     plugin = checker_runner(True)
 
     def flake8(text: str, tree: ast.Module) -> int:
@@ -149,7 +150,7 @@ def runners() -> Dict[str, Callable[[str, ast.Module], int]]:
         return len(runner.check_source(text.encode(), "generated.py", options).reports)
 
     def diff(text: str, tree: ast.Module) -> int:
-        fixed = fixer.fix_source(text.encode(), "generated.py", options)
+        fixed = fixer.fix_source(text.encode(), "generated.py", every_fix)
         patch.unified_diff("generated.py", fixed.before, fixed.after)
         return int(fixed.fixed)
 

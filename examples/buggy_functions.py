@@ -1,4 +1,10 @@
-"""Custom autograd Functions with one mistake per rule: run flake8 on this file to see them all."""
+"""Custom autograd Functions with one mistake per rule.
+
+Only AGF001 is on by default, so plain ``flake8 --select AGF`` shows one finding here; the other codes
+are preview codes. To see them all:
+
+    flake8 --select AGF --autograd-preview examples/buggy_functions.py
+"""
 
 import torch
 

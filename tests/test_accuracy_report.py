@@ -11,14 +11,14 @@ from typing import Dict, Tuple
 
 from conftest import ROOT
 
+from flake8_autograd.rules import PREVIEW_RULES, RULES
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - the test extras install tomli before Python 3.11
     import tomli as tomllib
 
-# The codes whose judged precision the README states: the two on by default and the three that moved to
-# preview when it was measured.
-STATED_CODES = ("AGF001", "AGF002", "AGF003", "AGF004", "AGF005")
+RULE_PAGES = "https://github.com/flake8-autograd/flake8-autograd/blob/main/docs/rules/"
 Counts = Tuple[int, int, int]  # true, false, debatable
 
 
@@ -50,14 +50,50 @@ def current_judged_counts() -> Dict[str, Counts]:
     return result
 
 
-def test_readme_states_each_default_codes_judged_precision_as_the_report_does() -> None:
+def current_figures() -> Dict[str, Tuple[str, Counts, str, str]]:
+    """The report's "Current figures" table: state, judged counts, precision and source of each code."""
+    report = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    section = report.split("\n## Current figures\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(
+        r"^\| (AGF\d{3}) \| (on by default|preview) \| (\d+) / (\d+) / (\d+) \| ([0-9.]+|not measured) \| ([^|]+) \|"
+        r" ([0-9.]*) ?\|$",
+        section, re.MULTILINE,
+    )
+    result: Dict[str, Tuple[str, Counts, str, str]] = {}
+    for code, state, true, false, debatable, stated, source, _ in rows:
+        assert code not in result, code
+        result[code] = (state, (int(true), int(false), int(debatable)), stated, source.strip())
+    return result
+
+
+def test_current_figures_cover_every_code_with_its_state_and_precision() -> None:
+    figures = current_figures()
+    default = {rule.code for rule in RULES}
+    assert set(figures) == default | {rule.code for rule in PREVIEW_RULES}
+    for code, (state, counts, stated, source) in figures.items():
+        assert (state == "on by default") == (code in default), code
+        true, false, _ = counts
+        assert stated == (precision(counts, 3) if true + false else "not measured"), code
+
+
+def test_current_figures_are_the_newest_round_of_judged_test_findings() -> None:
+    judged = current_judged_counts()
+    for code, (_, counts, _, source) in current_figures().items():
+        if source == "test":
+            assert counts == judged.get(code, (0, 0, 0)), code
+
+
+def test_readme_states_each_codes_precision_as_the_report_does() -> None:
+    """The README's one rule table ends each row with the report's current figure for the code."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    current = current_judged_counts()
-    for code in STATED_CODES:
-        true, false, debatable = current[code]
-        row = re.search(rf"^\| \[{code}\]\(docs/rules/{code}\.md\) \|.*\| (.+) \|$", readme, re.MULTILINE)
+    for code, (_, counts, _, _) in current_figures().items():
+        true, false, debatable = counts
+        row = re.search(rf"^\| \[{code}\]\({RULE_PAGES}{code}\.md\) \|.*\| (.+) \|$", readme, re.MULTILINE)
         assert row, f"README has no row for {code}"
-        expected = f"{precision(current[code], 2)} ({true} true, {false} false, {debatable} debatable)"
+        expected = (
+            f"{precision(counts, 2)} ({true} true, {false} false, {debatable} debatable)" if true + false
+            else "not measured"
+        )
         assert row.group(1) == expected, code
 
 

@@ -81,7 +81,8 @@ def test_every_fix_says_whether_it_is_safe(rule: Rule) -> None:
 @pytest.mark.parametrize("rule", RULES + PREVIEW_RULES, ids=lambda rule: rule.code)
 def test_every_code_is_in_the_readme_table(rule: Rule) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert f"[{rule.code}](docs/rules/{rule.code}.md)" in readme
+    page = f"https://github.com/flake8-autograd/flake8-autograd/blob/main/docs/rules/{rule.code}.md"
+    assert f"[{rule.code}]({page})" in readme
 
 
 @pytest.mark.parametrize("rule", RULES + PREVIEW_RULES, ids=lambda rule: rule.code)

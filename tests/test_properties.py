@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from conftest import fixture_paths, source_lines as flake8_lines
 from flake8_autograd.engine.checker import INTERNAL_ERROR, check_module
+from flake8_autograd.engine.source import syntax_depth_exceeds
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding
 
@@ -69,7 +70,8 @@ def parse(source: str) -> Optional[ast.Module]:
 
 
 def assert_never_fails(source: str, filename: str = "generated.py", extra_bases: Sequence[str] = ()) -> List[Finding]:
-    """Run the engine on ``source`` as flake8 would: a list of well-formed findings, no AGF000."""
+    """Run the engine on ``source`` as flake8 would: a list of well-formed findings, no AGF000 but the
+    documented notice for a class nested deeper than libcst may parse (the notice only where it is)."""
     lines = flake8_lines(source)
     tree = parse("".join(lines))
     assume(tree is not None)
@@ -77,6 +79,9 @@ def assert_never_fails(source: str, filename: str = "generated.py", extra_bases:
     findings = check_module(tree, lines, filename, extra_bases, ALL_RULES)
     assert isinstance(findings, list)
     internal = [finding for finding in findings if finding.code == INTERNAL_ERROR]
+    if internal and all("nested too deeply to check" in finding.message for finding in internal):
+        assert any(syntax_depth_exceeds(node) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)), source
+        internal = []
     assert not internal, f"{internal}\n--- source ---\n{source}"
     for finding in findings:
         assert isinstance(finding, Finding)

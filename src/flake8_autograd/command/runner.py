@@ -16,7 +16,7 @@ import multiprocessing
 import re
 import tokenize
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..conventions import CtxNames, TorchVersion
 from ..engine.checker import check_tree, might_define_function
@@ -72,8 +72,15 @@ class CheckOptions:
     @property
     def rules(self) -> List[Rule]:
         """The rules on by default, and the preview rules whose codes are chosen (see :mod:`..selection`)."""
-        chosen = preview_codes_to_run(self.preview, self.selections, self.selects)
-        return RULES + [rule for rule in PREVIEW_RULES if rule.code in chosen]
+        return RULES + [rule for rule in PREVIEW_RULES if rule.code in self._chosen_preview_codes]
+
+    @functools.cached_property
+    def _chosen_preview_codes(self) -> FrozenSet[str]:
+        return preview_codes_to_run(self.preview, self.selections, self.selects)
+
+    @functools.cached_property
+    def _decisions(self) -> Dict[str, bool]:
+        return {code: self._decide(code) for code in CODES}
 
     @property
     def selections(self) -> Tuple[str, ...]:
@@ -83,6 +90,10 @@ class CheckOptions:
     def selects(self, code: str) -> bool:
         """flake8's decision: whether a finding of ``code`` is reported (``selection.reported``), the preview
         codes being ignored by default as in flake8, unless preview is on."""
+        decision = self._decisions.get(code)
+        return self._decide(code) if decision is None else decision
+
+    def _decide(self, code: str) -> bool:
         return reported(
             code,
             select=self.select or None,
@@ -94,10 +105,8 @@ class CheckOptions:
 
     def warnings(self) -> List[str]:
         """A warning for each selection of this plugin's codes that changes nothing (``--select AGF999``)."""
-        chosen = preview_codes_to_run(self.preview, self.selections, self.selects)
-
         def runs(code: str) -> bool:
-            return self.selects(code) and (code not in PREVIEW_CODES or code in chosen)
+            return self.selects(code) and (code not in PREVIEW_CODES or code in self._chosen_preview_codes)
 
         warnings = ineffective_selections(self.selections, runs, self.selects, "--preview")
         named = any(code.startswith(self.selections) for code in CODES)

@@ -155,6 +155,11 @@ def test_precedence_command_line_then_pyproject_then_flake8(tmp_path: Path) -> N
     assert [code for _, _, code in findings_of(run("--ctx-names", "ctx", cwd=tmp_path))] == ["AGF001"]
 
 
+def test_another_plugins_selection_that_flake8_takes_is_left_to_it(tmp_path: Path) -> None:
+    write(tmp_path, {"ops.py": OPS, "setup.cfg": "[flake8]\nextend-select = ASYNC, AGF004\n"})
+    assert [code for _, _, code in findings_of(run(cwd=tmp_path))] == ["AGF001"]  # AGF004 needs the base
+
+
 @pytest.mark.parametrize(
     "section, complaint",
     [

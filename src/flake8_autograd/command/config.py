@@ -54,7 +54,7 @@ class FileConfig:
     lists: Mapping[str, Tuple[str, ...]]  # key -> values, only the keys the files set
     booleans: Mapping[str, bool]
     strings: Mapping[str, str] = field(default_factory=dict)
-    # key -> the file that set it and the option's name there, for a key not set by ``path`` as ``key``
+    # key -> the file that set it and the option's name there: the keys from the [flake8] section
     origins: Mapping[str, Tuple[Path, str]] = field(default_factory=dict)
 
     def origin(self, key: str) -> Path:

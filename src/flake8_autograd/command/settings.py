@@ -167,8 +167,10 @@ def _values(key: str, given: Optional[str], config: Optional[FileConfig]) -> Tup
 
 def _codes(key: str, given: Optional[str], config: Optional[FileConfig]) -> Tuple[str, ...]:
     codes = _values(key, given, config)
+    # flake8 checks the codes of ignore lists only: another plugin's select entry it takes must not stop us.
+    lenient = given is None and config is not None and key in config.origins and key.endswith("select")
     for code in codes:
-        if not _CODE_PREFIX.match(code):
+        if not _CODE_PREFIX.match(code) and not (lenient and not code.upper().startswith("AGF")):
             where = f"--{key}" if given is not None else config.where(key) if config else key
             raise UsageError(f"{where}: {code!r} is not a code prefix (like AGF, AGF1 or AGF003)")
     return codes

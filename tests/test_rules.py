@@ -98,3 +98,4 @@ def test_messages_start_with_an_imperative_fix(rule: Rule) -> None:
 def test_preview_docs_say_how_to_enable(rule: Rule) -> None:
     text = (ROOT / "docs" / "rules" / f"{rule.code}.md").read_text(encoding="utf-8")
     assert "--autograd-preview" in text
+    assert f"--extend-select {rule.code}" in text  # one preview code on, the flake8 way

@@ -44,6 +44,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _main(argv: Optional[Sequence[str]]) -> int:
     try:
         settings = parse_settings(argv, _current_directory())
+        for warning in settings.check.warnings():  # a selection that changes nothing (--select AGF999)
+            _say(f"warning: {warning}")
         if settings.fix or settings.diff:
             return _fix(settings)
     except UsageError as error:

@@ -1,8 +1,19 @@
-"""``[tool.flake8-autograd]`` in pyproject.toml: found by searching upward from a directory."""
+"""The configuration: ``[tool.flake8-autograd]`` in pyproject.toml and the ``[flake8]`` section flake8 reads.
+
+Each is found by searching upward from the current folder: the nearest pyproject.toml with the table, and
+the file flake8 itself would read (:func:`flake8_config_file`). Per option, the pyproject table wins over
+the flake8 section (the command line wins over both, in :mod:`.settings`). The flake8 section gives the
+plugin's own options (``autograd-function-bases``, ``autograd-ctx-names``, ``autograd-preview``,
+``autograd-min-torch-version``) and flake8's ``select``, ``ignore``, ``extend-select``, ``extend-ignore``,
+``exclude`` and ``extend-exclude``, so that the command checks what ``flake8`` checks and reports what it
+reports; other options, another plugin's among them, are left to flake8.
+"""
 
 from __future__ import annotations
 
+import configparser
 import importlib
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -10,11 +21,27 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 SECTION = "flake8-autograd"
-LIST_KEYS = ("select", "ignore", "exclude", "function-bases", "ctx-names")
+LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore", "exclude", "function-bases", "ctx-names")
 BOOLEAN_KEYS = ("preview", "unsafe-fixes")
 STRING_KEYS = ("min-torch-version",)
 
 _LIST_SEPARATOR = re.compile(r"[,\s]")
+
+# flake8's configuration files, in the order it looks for them in each folder.
+FLAKE8_FILES = ("setup.cfg", "tox.ini", ".flake8")
+# An option of the [flake8] section -> the key of [tool.flake8-autograd] it sets.
+FLAKE8_KEYS = {
+    "select": "select",
+    "ignore": "ignore",
+    "extend-select": "extend-select",
+    "extend-ignore": "extend-ignore",
+    "exclude": "exclude",
+    "extend-exclude": "exclude",  # the command always skips its own defaults; both lists add to them
+    "autograd-function-bases": "function-bases",
+    "autograd-ctx-names": "ctx-names",
+    "autograd-preview": "preview",
+    "autograd-min-torch-version": "min-torch-version",
+}
 
 
 class ConfigError(Exception):
@@ -23,10 +50,21 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class FileConfig:
-    path: Path
-    lists: Mapping[str, Tuple[str, ...]]  # key -> values, only the keys the file sets
+    path: Path  # the pyproject.toml when it has the table, else the flake8 configuration file
+    lists: Mapping[str, Tuple[str, ...]]  # key -> values, only the keys the files set
     booleans: Mapping[str, bool]
     strings: Mapping[str, str] = field(default_factory=dict)
+    # key -> the file that set it and the option's name there: the keys from the [flake8] section
+    origins: Mapping[str, Tuple[Path, str]] = field(default_factory=dict)
+
+    def origin(self, key: str) -> Path:
+        """The file that set ``key`` (relative patterns are relative to its folder)."""
+        return self.origins.get(key, (self.path, key))[0]
+
+    def where(self, key: str) -> str:
+        """``key`` as the user wrote it, and where: for messages."""
+        path, name = self.origins.get(key, (self.path, key))
+        return f"{name} in {path}"
 
 
 def split_list(value: str) -> List[str]:
@@ -35,6 +73,21 @@ def split_list(value: str) -> List[str]:
 
 
 def find_config(start: Path) -> Optional[FileConfig]:
+    """The configuration for a run from ``start``: ``[tool.flake8-autograd]`` over flake8's ``[flake8]``."""
+    table = find_pyproject_config(start)
+    section = find_flake8_config(start)
+    if section is None or table is None:
+        return table or section
+    return FileConfig(
+        table.path,
+        {**section.lists, **table.lists},
+        {**section.booleans, **table.booleans},
+        {**section.strings, **table.strings},
+        {key: origin for key, origin in section.origins.items() if key not in table.origins},
+    )
+
+
+def find_pyproject_config(start: Path) -> Optional[FileConfig]:
     """The nearest pyproject.toml at or above ``start`` that has a ``[tool.flake8-autograd]`` table."""
     for directory in [start, *start.parents]:
         candidate = directory / "pyproject.toml"
@@ -94,6 +147,72 @@ def _parse_table(path: Path, table: Dict[str, Any]) -> FileConfig:
             known = ", ".join(LIST_KEYS + BOOLEAN_KEYS + STRING_KEYS)
             raise ConfigError(f"{where}: unknown key (known keys: {known})")
     return FileConfig(path, lists, booleans, strings)
+
+
+def flake8_config_file(start: Path) -> Optional[Path]:
+    """The file flake8 reads its configuration from when run in ``start`` (``flake8.options.config``): in
+    each folder from ``start`` upward, stopping below the home folder, the first of setup.cfg, tox.ini and
+    .flake8 that has a ``[flake8]`` (or ``[flake8:local-plugins]``) section; a file that does not parse is
+    passed over, as flake8 passes it over."""
+    home = _stat_key(Path(os.path.expanduser("~")))
+    directory = start
+    while True:
+        for name in FLAKE8_FILES:
+            candidate = directory / name
+            parser = configparser.RawConfigParser()
+            try:
+                parser.read(candidate, encoding="UTF-8")
+            except (UnicodeDecodeError, configparser.ParsingError):
+                continue
+            except configparser.Error as error:  # a section or option twice: flake8 stops on it too
+                raise ConfigError(f"{candidate}: {error}") from None
+            if "flake8" in parser or "flake8:local-plugins" in parser:
+                return candidate
+        parent = directory.parent
+        if parent == directory or _stat_key(parent) in (None, home):
+            return None
+        directory = parent
+
+
+def _stat_key(path: Path) -> Optional[Tuple[int, int]]:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_ino, status.st_dev
+
+
+def find_flake8_config(start: Path) -> Optional[FileConfig]:
+    """What the ``[flake8]`` section of flake8's configuration file (:func:`flake8_config_file`) sets for the
+    command, read as flake8 reads it: lists split at commas and whitespace, booleans as configparser reads
+    them, ``autograd_preview`` the same as ``autograd-preview``."""
+    path = flake8_config_file(start)
+    if path is None:
+        return None
+    parser = configparser.RawConfigParser()
+    parser.read(path, encoding="UTF-8")
+    if "flake8" not in parser:
+        return None
+    lists: Dict[str, Tuple[str, ...]] = {}
+    booleans: Dict[str, bool] = {}
+    strings: Dict[str, str] = {}
+    origins: Dict[str, Tuple[Path, str]] = {}
+    for option, value in parser["flake8"].items():
+        name = option.replace("_", "-")
+        key = FLAKE8_KEYS.get(name)
+        if key is None:
+            continue
+        origins[key] = (path, "exclude" if key == "exclude" else name)
+        if key in LIST_KEYS:
+            lists[key] = lists.get(key, ()) + tuple(split_list(value))
+        elif key in BOOLEAN_KEYS:
+            state = parser.BOOLEAN_STATES.get(value.strip().lower())
+            if state is None:
+                raise ConfigError(f"{path}: [flake8] {option}: expected true or false, not {value!r}")
+            booleans[key] = state
+        else:
+            strings[key] = value.strip()
+    return FileConfig(path, lists, booleans, strings, origins)
 
 
 def _toml_loader() -> Callable[[str], Dict[str, Any]]:

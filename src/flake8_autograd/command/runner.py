@@ -16,13 +16,14 @@ import multiprocessing
 import re
 import tokenize
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..conventions import CtxNames, TorchVersion
 from ..engine.checker import check_tree, might_define_function
 from ..fixes import Fix, computing_fixes
 from ..rules import PREVIEW_RULES, RULES
 from ..rules.base import Finding, Rule
+from ..selection import CODES, PREFIX, PREVIEW_CODES, ineffective_selections, preview_codes_to_run, reported
 from .noqa import InlineNoqa, file_is_exempt
 
 
@@ -58,33 +59,61 @@ class Outcome:
 
 @dataclass(frozen=True)
 class CheckOptions:
-    select: Tuple[str, ...] = ()  # empty: every code
-    ignore: Tuple[str, ...] = ()
+    select: Tuple[str, ...] = ()  # empty: not given (every code on by default)
+    ignore: Tuple[str, ...] = ()  # empty: not given (the preview codes, unless preview is on)
     function_bases: Tuple[str, ...] = ()
     preview: bool = False
     ctx_names: CtxNames = CtxNames()
     min_torch_version: Optional[TorchVersion] = None  # the oldest torch the project supports; None: not said
     unsafe_fixes: bool = False  # --fix / --diff also apply the fixes that may change what code computes
+    extend_select: Tuple[str, ...] = ()
+    extend_ignore: Tuple[str, ...] = ()
 
     @property
     def rules(self) -> List[Rule]:
-        return RULES + PREVIEW_RULES if self.preview else RULES
+        """The rules on by default, and the preview rules whose codes are chosen (see :mod:`..selection`)."""
+        return RULES + [rule for rule in PREVIEW_RULES if rule.code in self._chosen_preview_codes]
+
+    @functools.cached_property
+    def _chosen_preview_codes(self) -> FrozenSet[str]:
+        return preview_codes_to_run(self.preview, self.selections, self.selects)
+
+    @functools.cached_property
+    def _decisions(self) -> Dict[str, bool]:
+        return {code: self._decide(code) for code in CODES}
+
+    @property
+    def selections(self) -> Tuple[str, ...]:
+        """The codes chosen explicitly: ``select`` and ``extend_select``."""
+        return self.select + self.extend_select
 
     def selects(self, code: str) -> bool:
-        """flake8's decision: a code is reported when selected and not ignored; when both a select
-        and an ignore prefix match, the longer one wins (a tie ignores)."""
-        ignored_by = _longest_prefix(code, self.ignore)
-        if not self.select:
-            return ignored_by is None
-        selected_by = _longest_prefix(code, self.select)
-        if selected_by is None:
-            return False
-        return ignored_by is None or len(selected_by) > len(ignored_by)
+        """flake8's decision: whether a finding of ``code`` is reported (``selection.reported``), the preview
+        codes being ignored by default as in flake8, unless preview is on."""
+        decision = self._decisions.get(code)
+        return self._decide(code) if decision is None else decision
 
+    def _decide(self, code: str) -> bool:
+        return reported(
+            code,
+            select=self.select or None,
+            extend_select=self.extend_select,
+            ignore=self.ignore or None,
+            extend_ignore=self.extend_ignore,
+            default_ignore=() if self.preview else PREVIEW_CODES,
+        )
 
-def _longest_prefix(code: str, prefixes: Sequence[str]) -> Optional[str]:
-    matching = [prefix for prefix in prefixes if code.startswith(prefix)]
-    return max(matching, key=len) if matching else None
+    def warnings(self) -> List[str]:
+        """A warning for each selection of this plugin's codes that changes nothing (``--select AGF999``)."""
+        def runs(code: str) -> bool:
+            return self.selects(code) and (code not in PREVIEW_CODES or code in self._chosen_preview_codes)
+
+        warnings = ineffective_selections(self.selections, runs, self.selects, "--preview")
+        named = any(code.startswith(self.selections) for code in CODES)
+        if self.select and not named and not any(prefix.startswith(PREFIX) for prefix in self.selections):
+            # A flake8 configuration's select = E,F,W: flake8 does not report this plugin's codes either.
+            warnings.append(f"select {','.join(self.select)} names no flake8-autograd code: nothing is checked")
+        return warnings
 
 
 class SourceError(Exception):

@@ -1,4 +1,4 @@
-"""The command line, merged with ``[tool.flake8-autograd]``: an option given on the command line wins."""
+"""The command line, merged with the configuration (:mod:`.config`): an option given on the command line wins."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,  # ``--fi`` must not pass for ``--fix``, which rewrites files
         description=(
             "Check custom torch.autograd.Function classes against PyTorch's contract. Reads "
-            "[tool.flake8-autograd] from the nearest pyproject.toml; options given here win."
+            "[tool.flake8-autograd] from the nearest pyproject.toml and the [flake8] section flake8 reads "
+            "(setup.cfg, tox.ini, .flake8); options given here win, then the pyproject table."
         ),
     )
     parser.add_argument(
@@ -51,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--select", metavar="CODES", help="report only codes starting with these, e.g. AGF003,AGF1")
     parser.add_argument("--ignore", metavar="CODES", help="do not report codes starting with these")
+    parser.add_argument(
+        "--extend-select",
+        metavar="CODES",
+        help="also report codes starting with these; a preview code or group (AGF004, AGF1) runs without --preview",
+    )
+    parser.add_argument("--extend-ignore", metavar="CODES", help="also do not report codes starting with these")
     parser.add_argument(
         "--exclude",
         metavar="PATTERNS",
@@ -132,6 +139,8 @@ def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
         check=CheckOptions(
             select=_codes("select", arguments.select, config),
             ignore=_codes("ignore", arguments.ignore, config),
+            extend_select=_codes("extend-select", arguments.extend_select, config),
+            extend_ignore=_codes("extend-ignore", arguments.extend_ignore, config),
             function_bases=_values("function-bases", arguments.function_bases, config),
             preview=_flag("preview", arguments.preview, config),
             ctx_names=_ctx_names(arguments.ctx_names, config),
@@ -158,9 +167,11 @@ def _values(key: str, given: Optional[str], config: Optional[FileConfig]) -> Tup
 
 def _codes(key: str, given: Optional[str], config: Optional[FileConfig]) -> Tuple[str, ...]:
     codes = _values(key, given, config)
+    # flake8 checks the codes of ignore lists only: another plugin's select entry it takes must not stop us.
+    lenient = given is None and config is not None and key in config.origins and key.endswith("select")
     for code in codes:
-        if not _CODE_PREFIX.match(code):
-            where = f"--{key}" if given is not None else f"{key} in {config.path if config else ''}"
+        if not _CODE_PREFIX.match(code) and not (lenient and not code.upper().startswith("AGF")):
+            where = f"--{key}" if given is not None else config.where(key) if config else key
             raise UsageError(f"{where}: {code!r} is not a code prefix (like AGF, AGF1 or AGF003)")
     return codes
 
@@ -171,7 +182,7 @@ def _ctx_names(given: Optional[str], config: Optional[FileConfig]) -> CtxNames:
     try:
         return CtxNames.parse(_values("ctx-names", given, config))
     except ConventionError as error:
-        where = "--ctx-names" if given is not None else f"ctx-names in {config.path if config else ''}"
+        where = "--ctx-names" if given is not None else config.where("ctx-names") if config else "ctx-names"
         raise UsageError(f"{where}: {error}") from None
 
 
@@ -182,7 +193,7 @@ def _min_torch_version(given: Optional[str], config: Optional[FileConfig]) -> Op
     try:
         return TorchVersion.parse(value)
     except ConventionError as error:
-        where = "--min-torch-version" if given is not None else f"min-torch-version in {config.path if config else ''}"
+        where = "--min-torch-version" if given is not None else config.where("min-torch-version") if config else ""
         raise UsageError(f"{where}: {error}") from None
 
 
@@ -199,7 +210,7 @@ def _patterns(given: Optional[str], config: Optional[FileConfig], cwd: Path) -> 
         base = os.fspath(cwd)
     elif config is not None:
         patterns = list(config.lists.get("exclude", ()))
-        base = os.fspath(config.path.parent)
+        base = os.fspath(config.origin("exclude").parent)
     else:
         return ()
     return tuple(normalize_pattern(pattern, base) for pattern in patterns)

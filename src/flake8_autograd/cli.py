@@ -1,10 +1,11 @@
 """``flake8-autograd [PATH ...]``: the engine the flake8 plugin runs, as a command of its own.
 
-Exit status: 0 nothing found, 1 findings, 2 a usage or configuration error, a file that could not
+Exit status: 0 nothing found (or ``--exit-zero``, ``--write-baseline``, ``--explain``), 1 findings (with
+``--baseline``, those it does not record), 2 a usage or configuration error, a file that could not
 be read, decoded or (with ``--fix``) written, a folder that could not be listed, or (with ``--diff``) a
 file named in a patch (the other files are still checked; 2 wins over 1), output that could not be
 written, or an internal error. With ``--fix``, the findings are those that remain; with ``--diff``, those
-found before any fix.
+found before any fix. ``--fix -`` writes standard input fixed to stdout, alone; what remains goes to stderr.
 
 ``--fix`` and ``--diff`` refuse the same files (see ``command.files.fix_refusal``): a link met while walking
 a folder that leads out of it, and any file outside the current folder. A link named on the command line

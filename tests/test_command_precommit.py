@@ -21,8 +21,8 @@ from conftest import ROOT
 from test_command import CLEAN, SCALE
 
 # What building the package needs, and the hook definitions.
-PACKAGE_FILES = ["pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml"]
-PACKAGE_FOLDERS = ["src"]
+PACKAGE_FILES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", ".pre-commit-hooks.yaml"]
+PACKAGE_FOLDERS = ["src", "docs/rules"]
 
 _SEARCH_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 PRE_COMMIT = shutil.which("pre-commit", path=_SEARCH_PATH)

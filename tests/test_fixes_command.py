@@ -115,9 +115,9 @@ def test_fix_without_preview_repairs_only_what_the_default_rules_report(tmp_path
     assert (shown.returncode, shown.stdout) == (0, "")
 
 
-def test_fix_refuses_standard_input_but_diff_reads_it(tmp_path: Path) -> None:
-    refused = run("--fix", "-", cwd=tmp_path, stdin=BROKEN.encode())
-    assert refused.returncode == 2 and "--diff" in refused.stderr
+def test_fix_writes_standard_input_fixed_to_stdout_and_diff_reads_it(tmp_path: Path) -> None:
+    fixed = run("--preview", "--fix", "-", cwd=tmp_path, stdin=BROKEN.encode())
+    assert fixed.returncode == 1 and fixed.stdout == BROKEN_FIXED and "AGF004" in fixed.stderr
     shown = run("--diff", "-", "--stdin-filename", "ops/mul.py", cwd=tmp_path, stdin=BROKEN.encode())
     assert shown.returncode == 1 and shown.stdout.startswith("--- a/ops/mul.py\n+++ b/ops/mul.py\n")
 
@@ -209,7 +209,7 @@ def test_a_cr_only_file_with_a_coding_cookie_is_read_as_python_reads_it(
     compile(data, "mac.py", "exec")  # Python reads it
     (tmp_path / "mac.py").write_bytes(data)
     checked = run("--preview", "mac.py", cwd=tmp_path)
-    assert checked.stderr == ""
+    assert checked.stderr == "2 fixable with the --fix option\n"
     assert [line.split(" ")[1] for line in checked.stdout.splitlines()] == ["AGF001", "AGF002", "AGF004"]
     fixed = run("--preview", "--fix", "mac.py", cwd=tmp_path)
     assert "fixed 2 of 3 findings in 1 file" in fixed.stderr, fixed.stderr

@@ -1,10 +1,11 @@
 """``flake8-autograd [PATH ...]``: the engine the flake8 plugin runs, as a command of its own.
 
-Exit status: 0 nothing found, 1 findings, 2 a usage or configuration error, a file that could not
+Exit status: 0 nothing found (or ``--exit-zero``, ``--write-baseline``, ``--explain``), 1 findings (with
+``--baseline``, those it does not record), 2 a usage or configuration error, a file that could not
 be read, decoded or (with ``--fix``) written, a folder that could not be listed, or (with ``--diff``) a
 file named in a patch (the other files are still checked; 2 wins over 1), output that could not be
 written, or an internal error. With ``--fix``, the findings are those that remain; with ``--diff``, those
-found before any fix.
+found before any fix. ``--fix -`` writes standard input fixed to stdout, alone; what remains goes to stderr.
 
 ``--fix`` and ``--diff`` refuse the same files (see ``command.files.fix_refusal``): a link met while walking
 a folder that leads out of it, and any file outside the current folder. A link named on the command line
@@ -16,9 +17,12 @@ from __future__ import annotations
 import io
 import os
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, TextIO, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple, Union
 
+from .command.baseline import BaselineError, Known, new_findings, read_baseline, write_baseline
+from .command.explain import explain
 from .command.files import fix_refusal, is_excluded, python_files
 from .command.fixer import FixedFile, fix_source, fixed_files
 from .command.formats import FORMATS, Run
@@ -46,9 +50,14 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         settings = parse_settings(argv, _current_directory())
         for warning in settings.check.warnings():  # a selection that changes nothing (--select AGF999)
             _say(f"warning: {warning}")
+        if settings.explain is not None:
+            return _explain(settings.explain)
+        known = read_baseline(settings.baseline) if settings.baseline and not settings.write_baseline else None
+        if settings.fix and not settings.diff and settings.paths == (STDIN,):
+            return _fix_stdin(settings, known)
         if settings.fix or settings.diff:
-            return _fix(settings)
-    except UsageError as error:
+            return _fix(settings, known)
+    except (UsageError, BaselineError) as error:
         _say(str(error))
         return EXIT_ERROR
     outcomes = _check(settings)
@@ -59,14 +68,21 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             _say(f"{outcome.path}: {outcome.notice}")
     reports = [report for outcome in outcomes for report in outcome.reports]
     errors = [(outcome.path, outcome.error) for outcome in outcomes if outcome.error]
+    if settings.write_baseline:
+        return _write_baseline(settings, reports, errors)
+    reports = _new_only(reports, settings, known)
     rules = settings.check.rules
     written = _write(FORMATS[settings.output_format](reports, Run(rules, PREVIEW_CODES, errors)))
+    if written:  # after a report cut short, nothing more
+        _statistics(reports, settings)
+        if settings.output_format == "text":
+            _fixable_summary(reports, settings)
     if errors or not written:
         return EXIT_ERROR
-    return EXIT_FINDINGS if reports else EXIT_CLEAN
+    return _status(reports, settings)
 
 
-def _fix(settings: Settings) -> int:
+def _fix(settings: Settings, known: Optional[Known]) -> int:
     """--fix writes the fixed files and reports what remains; --diff prints the fixes and writes nothing."""
     results = _fix_all(settings)
     for result in results:
@@ -80,12 +96,15 @@ def _fix(settings: Settings) -> int:
     fixed = sum(result.fixed for result in results)
     remaining = [report for result in results for report in result.outcome.reports]
     changed = sum(1 for result in results if result.after != result.before)
-    written = _write(FORMATS[settings.output_format](remaining, Run(settings.check.rules, PREVIEW_CODES, errors)))
     summary = f"fixed {_count(fixed, fixed + len(remaining))} in {_plural(changed, 'file')}"
+    remaining = _new_only(remaining, settings, known)
+    written = _write(FORMATS[settings.output_format](remaining, Run(settings.check.rules, PREVIEW_CODES, errors)))
+    if written:
+        _statistics(remaining, settings)
     _tell(summary + _unsafe_hint(remaining, settings))
     if errors or not written:
         return EXIT_ERROR
-    return EXIT_FINDINGS if remaining else EXIT_CLEAN
+    return _status(remaining, settings)
 
 
 def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]], settings: Settings) -> int:
@@ -108,11 +127,11 @@ def _diff(results: Sequence[FixedFile], errors: List[Tuple[str, str]], settings:
     _tell(f"would fix {_count(fixed, found)} in {_plural(changed, 'file')}{_unsafe_hint(remaining, settings)}")
     if errors or not written:
         return EXIT_ERROR  # also for a patch cut short: it must not pass for a whole one
-    return EXIT_FINDINGS if found else EXIT_CLEAN
+    return EXIT_CLEAN if settings.exit_zero or not found else EXIT_FINDINGS
 
 
 def _fix_all(settings: Settings) -> List[FixedFile]:
-    found = python_files(settings.paths, settings.exclude, _stdin_path(settings))
+    found = python_files(settings.paths, settings.exclude, _stdin_path(settings), settings.respect_gitignore)
     write = settings.fix and not settings.diff
     here = os.path.realpath(_current_directory())
     files = [path for path in found.paths if path != STDIN]
@@ -128,6 +147,95 @@ def _fix_all(settings: Settings) -> List[FixedFile]:
             else:
                 results.append(fix_source(data, name, settings.check))
     return sorted(results, key=lambda result: result.outcome.path)
+
+
+def _fix_stdin(settings: Settings, known: Optional[Known]) -> int:
+    """``--fix -``: the fixed text on stdout, alone (an editor replaces its buffer with it); the findings that
+    remain and the summary on stderr. Text that cannot be fixed is written back as it came."""
+    name = settings.stdin_filename
+    data = _read_stdin(name)
+    if isinstance(data, Outcome):
+        _say(f"{data.path}: {data.error}")
+        return EXIT_ERROR
+    if name != "stdin" and is_excluded(name, settings.exclude):
+        return EXIT_CLEAN if _write_bytes(data) else EXIT_ERROR
+    result = fix_source(data, name, settings.check)
+    outcome = result.outcome
+    if outcome.error or outcome.notice:
+        _say(f"{outcome.path}: {outcome.error or outcome.notice}")
+    written = _write_bytes(result.after)
+    remaining = _new_only(list(outcome.reports), settings, known)
+    errors = [(outcome.path, outcome.error)] if outcome.error else []
+    report = FORMATS[settings.output_format](remaining, Run(settings.check.rules, PREVIEW_CODES, errors))
+    if report:
+        _tell(report.rstrip("\n"))
+    found = result.fixed + len(outcome.reports)
+    _tell(f"fixed {_count(result.fixed, found)}{_unsafe_hint(remaining, settings)}")
+    if errors or not written:
+        return EXIT_ERROR
+    return _status(remaining, settings)
+
+
+def _explain(code: str) -> int:
+    page = explain(code)
+    if page is None:  # pragma: no cover - parse_settings accepts only the codes of rules
+        raise UsageError(f"--explain: no rule has the code {code}")
+    return EXIT_CLEAN if _write(page) else EXIT_ERROR
+
+
+def _write_baseline(settings: Settings, reports: Sequence[Report], errors: Sequence[Tuple[str, str]]) -> int:
+    """Records the findings in the baseline; not when a file could not be checked (the record would lack it)."""
+    assert settings.baseline is not None
+    if errors:
+        _say(f"{settings.baseline}: not written: {_plural(len(errors), 'file')} could not be checked")
+        return EXIT_ERROR
+    try:
+        write_baseline(settings.baseline, reports)
+    except BaselineError as error:
+        _say(str(error))
+        return EXIT_ERROR
+    _tell(f"wrote {_plural(len(reports), 'finding')} to the baseline {settings.baseline}")
+    return EXIT_CLEAN
+
+
+def _new_only(reports: List[Report], settings: Settings, known: Optional[Known]) -> List[Report]:
+    if known is None or settings.baseline is None:
+        return reports
+    return new_findings(reports, settings.baseline, known)
+
+
+def _status(reports: Sequence[Report], settings: Settings) -> int:
+    """1 for findings, unless --exit-zero; the caller has already returned 2 for errors."""
+    return EXIT_FINDINGS if reports and not settings.exit_zero else EXIT_CLEAN
+
+
+def _statistics(reports: Sequence[Report], settings: Settings) -> None:
+    """flake8's --statistics: each code's count and first message, after the report (on stderr when the
+    report is JSON, SARIF or annotations, which a line after them would break)."""
+    if not settings.statistics or not reports:
+        return
+    counts = Counter(report.code for report in reports)
+    first: Dict[str, str] = {}
+    for report in reports:
+        first.setdefault(report.code, report.text)
+    lines = "".join(f"{counts[code]:<5} {code} {first[code]}\n" for code in sorted(counts))
+    if settings.output_format == "text":
+        _write(lines)
+    else:
+        _tell(lines.rstrip("\n"))
+
+
+def _fixable_summary(reports: Sequence[Report], settings: Settings) -> None:
+    """How many findings --fix would repair, on stderr (stdout stays flake8's report)."""
+    unsafe = sum(1 for report in reports if report.applicability == "unsafe")
+    safe = sum(1 for report in reports if report.applicability == "safe")
+    if settings.check.unsafe_fixes:  # --fix applies both
+        safe, unsafe = safe + unsafe, 0
+    if safe:
+        hint = f" ({unsafe} more with --unsafe-fixes)" if unsafe else ""
+        _tell(f"{safe} fixable with the --fix option{hint}")
+    elif unsafe:
+        _tell(f"{unsafe} fixable with the --fix --unsafe-fixes options")
 
 
 def _unsafe_hint(remaining: Sequence[Report], settings: Settings) -> str:
@@ -161,7 +269,7 @@ def _current_directory() -> Path:
 
 
 def _check(settings: Settings) -> List[Outcome]:
-    found = python_files(settings.paths, settings.exclude, _stdin_path(settings))
+    found = python_files(settings.paths, settings.exclude, _stdin_path(settings), settings.respect_gitignore)
     outcomes = check_files([path for path in found.paths if path != STDIN], settings.check, settings.jobs)
     outcomes.extend(Outcome(folder, error=why) for folder, why in found.unreadable)
     if STDIN in found.paths:

@@ -22,8 +22,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 SECTION = "flake8-autograd"
 LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore", "exclude", "function-bases", "ctx-names")
-BOOLEAN_KEYS = ("preview", "unsafe-fixes")
+BOOLEAN_KEYS = ("preview", "unsafe-fixes", "respect-gitignore")
 STRING_KEYS = ("min-torch-version",)
+PER_FILE_IGNORES = "per-file-ignores"  # a table {glob: codes} or flake8's "glob:codes" strings
 
 _LIST_SEPARATOR = re.compile(r"[,\s]")
 
@@ -54,6 +55,7 @@ class FileConfig:
     lists: Mapping[str, Tuple[str, ...]]  # key -> values, only the keys the files set
     booleans: Mapping[str, bool]
     strings: Mapping[str, str] = field(default_factory=dict)
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # (pattern as written, codes)
     # key -> the file that set it and the option's name there: the keys from the [flake8] section
     origins: Mapping[str, Tuple[Path, str]] = field(default_factory=dict)
 
@@ -83,7 +85,8 @@ def find_config(start: Path) -> Optional[FileConfig]:
         {**section.lists, **table.lists},
         {**section.booleans, **table.booleans},
         {**section.strings, **table.strings},
-        {key: origin for key, origin in section.origins.items() if key not in table.origins},
+        per_file_ignores=table.per_file_ignores,
+        origins={key: origin for key, origin in section.origins.items() if key not in table.origins},
     )
 
 
@@ -125,9 +128,12 @@ def _parse_table(path: Path, table: Dict[str, Any]) -> FileConfig:
     lists: Dict[str, Tuple[str, ...]] = {}
     booleans: Dict[str, bool] = {}
     strings: Dict[str, str] = {}
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     for key, value in table.items():
         where = f"{path}: [tool.{SECTION}] {key}"
-        if key in LIST_KEYS:
+        if key == PER_FILE_IGNORES:
+            per_file_ignores = _per_file_ignores_value(value, where)
+        elif key in LIST_KEYS:
             if isinstance(value, str):
                 lists[key] = tuple(split_list(value))
             elif isinstance(value, list) and all(isinstance(item, str) for item in value):
@@ -144,9 +150,83 @@ def _parse_table(path: Path, table: Dict[str, Any]) -> FileConfig:
                 raise ConfigError(f'{where}: expected a string, like "2.4"')
             strings[key] = value
         else:
-            known = ", ".join(LIST_KEYS + BOOLEAN_KEYS + STRING_KEYS)
+            known = ", ".join(LIST_KEYS + BOOLEAN_KEYS + STRING_KEYS + (PER_FILE_IGNORES,))
             raise ConfigError(f"{where}: unknown key (known keys: {known})")
-    return FileConfig(path, lists, booleans, strings)
+    return FileConfig(path, lists, booleans, strings, per_file_ignores=per_file_ignores)
+
+
+def _per_file_ignores_value(value: Any, where: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """``per-file-ignores`` as a table of patterns to codes (a list or a string), or flake8's mapping
+    written as one string or a list of ``"pattern:codes"`` strings."""
+    if isinstance(value, dict):
+        pairs = []
+        for pattern, codes in value.items():
+            if isinstance(codes, str):
+                codes = split_list(codes)
+            if not isinstance(codes, list) or not all(isinstance(code, str) for code in codes):
+                raise ConfigError(f"{where}: {pattern!r}: expected a list of codes")
+            pairs.append((pattern, tuple(code.strip() for code in codes if code.strip())))
+        return tuple(pairs)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        value = "\n".join(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: expected a table of patterns to codes, or flake8's 'pattern:codes' strings")
+    try:
+        return tuple(parse_per_file_ignores(value))
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
+
+
+_MAPPING_TOKENS = (  # flake8's tokens for per-file-ignores (flake8.utils), tried in this order
+    ("code", re.compile(r"[A-Z]+[0-9]*(?=$|\s|,)")),
+    ("file", re.compile(r"[^\s:,]+")),
+    ("colon", re.compile(r"\s*:\s*")),
+    ("separator", re.compile(r"\s*,\s*|\s+")),
+)
+
+
+def parse_per_file_ignores(value: str) -> List[Tuple[str, Tuple[str, ...]]]:
+    """``pattern[ pattern]:CODE[,CODE] ...`` read as flake8 reads its ``per-file-ignores``."""
+    pairs: List[Tuple[str, Tuple[str, ...]]] = []
+    files: List[str] = []
+    codes: List[str] = []
+    separated, after_colon = True, False
+
+    def flush() -> None:
+        pairs.extend((name, tuple(codes)) for name in files if codes)
+
+    position = 0
+    while position < len(value):
+        for kind, pattern in _MAPPING_TOKENS:
+            match = pattern.match(value, position)
+            if match:
+                break
+        else:  # pragma: no cover - the file token takes any other character
+            raise ConfigError(f"cannot read {value!r}")
+        token, position = match.group(), match.end()
+        if kind == "separator":
+            separated = True
+        elif not after_colon:
+            if kind == "colon":
+                after_colon = separated = True
+            elif separated and kind == "file":
+                files.append(token)
+                separated = False
+            else:
+                raise ConfigError(f"expected 'pattern:CODES', got {token!r} in {value.strip()!r}")
+        elif separated and kind == "code":
+            codes.append(token)
+            separated = False
+        elif separated and kind == "file":
+            flush()
+            files, codes, after_colon = [token], [], False
+            separated = False
+        else:
+            raise ConfigError(f"expected 'pattern:CODES', got {token!r} in {value.strip()!r}")
+    if files and not after_colon:
+        raise ConfigError(f"{files[-1]!r} has no ':CODES' in {value.strip()!r}")
+    flush()
+    return pairs
 
 
 def flake8_config_file(start: Path) -> Optional[Path]:
@@ -212,7 +292,7 @@ def find_flake8_config(start: Path) -> Optional[FileConfig]:
             booleans[key] = state
         else:
             strings[key] = value.strip()
-    return FileConfig(path, lists, booleans, strings, origins)
+    return FileConfig(path, lists, booleans, strings, origins=origins)
 
 
 def _toml_loader() -> Callable[[str], Dict[str, Any]]:

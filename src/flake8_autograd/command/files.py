@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, Hashable, Iterator, List, Optional, Sequence, Set, Tuple
 
+from .gitignore import git_ignored
+
 # Folders never walked into: tool and version-control state, virtualenvs, build output. They are
 # still checked when named on the command line.
 SKIPPED_FOLDERS = (
@@ -53,7 +55,9 @@ class FileList:
     unreadable: List[Tuple[str, str]] = field(default_factory=list)  # (a folder that could not be listed, why)
 
 
-def python_files(paths: Sequence[str], exclude: Sequence[str], stdin_path: Optional[str] = None) -> FileList:
+def python_files(
+    paths: Sequence[str], exclude: Sequence[str], stdin_path: Optional[str] = None, respect_gitignore: bool = False
+) -> FileList:
     """The files to check, each once, in the order found (``-`` stays as it is: standard input).
 
     A file named twice, also through a symbolic or hard link, is kept under the first name given:
@@ -61,13 +65,14 @@ def python_files(paths: Sequence[str], exclude: Sequence[str], stdin_path: Optio
     The file ``stdin_path`` names (standard input's ``--stdin-filename``) is left out: standard input
     stands for it (an editor sends the text not yet saved), and reporting both would report it twice.
     A folder that cannot be listed is in ``unreadable``: like a file that cannot be read, it fails the run.
+    With ``respect_gitignore``, a walk skips what git ignores (a file named is still checked).
     """
     seen: Set[Hashable] = set()
     if stdin_path is not None:
         seen.add(_identity(stdin_path))
     found = FileList()
     for path in paths:
-        for name, folder in _expand(path, exclude, found.unreadable):
+        for name, folder in _expand(path, exclude, found.unreadable, respect_gitignore):
             key = _identity(name)
             if key not in seen:
                 seen.add(key)
@@ -122,7 +127,7 @@ def _identity(name: str) -> Hashable:
 
 
 def _expand(
-    path: str, exclude: Sequence[str], unreadable: List[Tuple[str, str]]
+    path: str, exclude: Sequence[str], unreadable: List[Tuple[str, str]], respect_gitignore: bool = False
 ) -> Iterator[Tuple[str, Optional[str]]]:
     """Each file ``path`` stands for, with the folder walked to find it (None: ``path`` itself)."""
     if path == "-":
@@ -137,13 +142,21 @@ def _expand(
     def cannot_list(error: OSError) -> None:
         unreadable.append((error.filename or path, f"cannot read the folder: {error.strerror or error}"))
 
+    ignored = git_ignored(path) if respect_gitignore else frozenset()
+
+    def git_ignores(name: str) -> bool:
+        return bool(ignored) and os.path.normpath(os.path.abspath(name)) in ignored
+
     for root, folders, files in os.walk(path, onerror=cannot_list):
         folders[:] = sorted(
-            folder for folder in folders if not _skipped_folder(os.path.join(root, folder), folder, exclude)
+            folder
+            for folder in folders
+            if not _skipped_folder(os.path.join(root, folder), folder, exclude)
+            and not git_ignores(os.path.join(root, folder))
         )
         for file in sorted(files):
             joined = os.path.join(root, file)
-            if fnmatch.fnmatch(file, PYTHON_FILES) and not is_excluded(joined, exclude):
+            if fnmatch.fnmatch(file, PYTHON_FILES) and not is_excluded(joined, exclude) and not git_ignores(joined):
                 yield joined, path
 
 

@@ -171,7 +171,8 @@ def fix_source(data: bytes, path: str, options: CheckOptions) -> FixedFile:
     except Exception as error:  # noqa: BLE001 - one file must not stop the run; say so and go on
         failed = Outcome(path, error=f"internal error while fixing: {type(error).__name__}: {error}; please report")
         return FixedFile(failed, 0, data, data)
-    outcome = Outcome(path, tuple(to_report(path, finding) for finding in findings), notice=notice)
+    lines = _engine_lines(text)
+    outcome = Outcome(path, tuple(to_report(path, finding, lines) for finding in findings), notice=notice)
     return FixedFile(outcome, fixed, data, after)
 
 

@@ -24,6 +24,7 @@ from ..fixes import Fix, computing_fixes
 from ..rules import PREVIEW_RULES, RULES
 from ..rules.base import Finding, Rule
 from ..selection import CODES, PREFIX, PREVIEW_CODES, ineffective_selections, preview_codes_to_run, reported
+from .files import is_excluded
 from .noqa import InlineNoqa, file_is_exempt
 
 
@@ -38,6 +39,7 @@ class Report:
     text: str  # the message after the code
     fixable: bool  # the finding has a fix (safe: applied by --fix; unsafe: only with --unsafe-fixes)
     unsafe_because: Optional[str] = None  # what an unsafe fix may change; None for a safe one (or none)
+    source: str = ""  # the text of the finding's line, stripped (what a baseline matches on)
 
     @property
     def applicability(self) -> Optional[str]:
@@ -68,6 +70,17 @@ class CheckOptions:
     unsafe_fixes: bool = False  # --fix / --diff also apply the fixes that may change what code computes
     extend_select: Tuple[str, ...] = ()
     extend_ignore: Tuple[str, ...] = ()
+    # (pattern, codes): the codes are also ignored in the files the pattern matches, as flake8 matches them
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+
+    def for_path(self, path: str) -> "CheckOptions":
+        """The options for one file: its per-file ignores added to the ignored codes (flake8's extend-ignore)."""
+        if not self.per_file_ignores:
+            return self
+        extra = tuple(
+            code for pattern, codes in self.per_file_ignores if is_excluded(path, (pattern,)) for code in codes
+        )
+        return replace(self, extend_ignore=self.extend_ignore + extra, per_file_ignores=()) if extra else self
 
     @property
     def rules(self) -> List[Rule]:
@@ -167,12 +180,13 @@ def _reason(error: Exception) -> str:
 def check_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Outcome:
     """The reports for one file's decoded lines (``path`` is the name shown and given to the engine)."""
     findings, notice = lint_lines(lines, path, options)
-    return Outcome(path, tuple(to_report(path, finding) for finding in findings), notice=notice)
+    return Outcome(path, tuple(to_report(path, finding, lines) for finding in findings), notice=notice)
 
 
 def lint_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Tuple[List[Finding], Optional[str]]:
     """The findings the user asked for (selected, not silenced), each with its fix if it has one; and a
     notice when the file was skipped."""
+    options = options.for_path(path)
     text = "".join(lines)
     if not might_define_function(text, options.function_bases):
         return [], None  # most files: no tree needed
@@ -223,13 +237,14 @@ def _syntax_reason(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def to_report(path: str, finding: Finding) -> Report:
+def to_report(path: str, finding: Finding, lines: Optional[Sequence[str]] = None) -> Report:
     prefix = finding.code + " "
     text = finding.message[len(prefix):] if finding.message.startswith(prefix) else finding.message
     # A finding that carries a fix can be repaired by the command; the rules attach fixes themselves.
     fix = finding.fix
     unsafe_because = fix.unsafe_because if fix is not None else None
-    return Report(path, finding.line, finding.column + 1, finding.code, text, fix is not None, unsafe_because)
+    source = lines[finding.line - 1].strip() if lines is not None and 0 < finding.line <= len(lines) else ""
+    return Report(path, finding.line, finding.column + 1, finding.code, text, fix is not None, unsafe_because, source)
 
 
 def check_file(path: str, options: CheckOptions) -> Outcome:

@@ -7,17 +7,21 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..conventions import DEFAULT_CTX_NAMES, ConventionError, CtxNames, TorchVersion
-from .config import ConfigError, FileConfig, find_config, split_list
+from ..rules import PREVIEW_RULES, RULES
+from .config import ConfigError, FileConfig, find_config, parse_per_file_ignores, split_list
 from .files import normalize_pattern
 from .formats import FORMATS
 from .runner import CheckOptions
 
 # flake8 accepts the same shapes of code prefix in --select and --ignore.
 _CODE_PREFIX = re.compile(r"^[A-Z]{1,3}[0-9]{0,3}$", re.ASCII)
+
+
+RULE_CODES = frozenset(rule.code for rule in RULES + PREVIEW_RULES)
 
 
 class UsageError(Exception):
@@ -35,6 +39,13 @@ class Settings:
     config: Optional[Path]
     fix: bool = False  # repair what can be repaired for certain, in place
     diff: bool = False  # print those repairs as a patch instead; write nothing
+    # The options users know from flake8 and ruff (see _add_linter_options).
+    exit_zero: bool = False  # exit 0 even with findings (errors still exit 2)
+    statistics: bool = False  # per-code counts after the report
+    explain: Optional[str] = None  # print this code's rule page and exit
+    baseline: Optional[Path] = None  # report only findings not recorded in this file
+    write_baseline: bool = False  # record the current findings in the baseline instead
+    respect_gitignore: bool = True  # skip the files git ignores when walking folders
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,8 +131,39 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print those repairs as a unified diff (for patch -p1 or git apply) and write nothing",
     )
+    _add_linter_options(parser)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
+
+
+def _add_linter_options(parser: argparse.ArgumentParser) -> None:
+    """The options users know from flake8 and ruff."""
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (errors still exit 2)")
+    parser.add_argument(
+        "--statistics", action="store_true", help="after the report, count the findings of each code, as flake8 does"
+    )
+    parser.add_argument(
+        "--per-file-ignores",
+        metavar="MAPPING",
+        help="codes to ignore in some files, as flake8 writes them: 'tests/*:AGF003,AGF1 legacy.py:AGF'",
+    )
+    parser.add_argument("--explain", metavar="CODE", help="print the page of the rule CODE and exit")
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="report only the findings not recorded in FILE (a JSON file --write-baseline writes)",
+    )
+    parser.add_argument(
+        "--write-baseline",
+        action="store_true",
+        help="with --baseline FILE: record the current findings in FILE, report nothing and exit 0",
+    )
+    parser.add_argument(
+        "--respect-gitignore",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="skip the files git ignores when walking folders inside a git work tree (default: on)",
+    )
 
 
 def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
@@ -132,8 +174,9 @@ def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
     except ConfigError as error:
         raise UsageError(str(error)) from None
     paths = tuple(arguments.paths) or (".",)
-    if arguments.fix and not arguments.diff and "-" in paths:
-        raise UsageError("--fix cannot rewrite standard input; use --diff to see the fixes as a patch")
+    if arguments.fix and not arguments.diff and "-" in paths and paths != ("-",):
+        raise UsageError("--fix - reads standard input alone: name no other path with it")
+    linter = _linter_settings(arguments, config, cwd)
     return Settings(
         paths=paths,
         check=CheckOptions(
@@ -146,6 +189,7 @@ def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
             ctx_names=_ctx_names(arguments.ctx_names, config),
             min_torch_version=_min_torch_version(arguments.min_torch_version, config),
             unsafe_fixes=_flag("unsafe-fixes", arguments.unsafe_fixes, config),
+            per_file_ignores=_per_file_ignores(arguments.per_file_ignores, config, cwd),
         ),
         exclude=_patterns(arguments.exclude, config, cwd),
         output_format=arguments.format,
@@ -154,7 +198,52 @@ def parse_settings(argv: Optional[Sequence[str]], cwd: Path) -> Settings:
         config=config.path if config else None,
         fix=arguments.fix,
         diff=arguments.diff,
+        **linter,
     )
+
+
+def _linter_settings(arguments: argparse.Namespace, config: Optional[FileConfig], cwd: Path) -> Dict[str, Any]:
+    """The settings of the options users know from flake8 and ruff (all but --per-file-ignores)."""
+    explain = arguments.explain
+    if explain is not None:
+        explain = explain.strip().upper()
+        if explain not in RULE_CODES:
+            raise UsageError(f"--explain: {arguments.explain!r} is not a code (AGF001 to {max(RULE_CODES)})")
+    baseline = Path(arguments.baseline) if arguments.baseline else None
+    if arguments.write_baseline and baseline is None:
+        raise UsageError("--write-baseline needs --baseline FILE, the file to write")
+    if arguments.write_baseline and (arguments.fix or arguments.diff):
+        raise UsageError("--write-baseline records findings: it cannot be used with --fix or --diff")
+    return {
+        "exit_zero": arguments.exit_zero,
+        "statistics": arguments.statistics,
+        "explain": explain,
+        "baseline": baseline,
+        "write_baseline": arguments.write_baseline,
+        "respect_gitignore": _flag("respect-gitignore", arguments.respect_gitignore, config, default=True),
+    }
+
+
+def _per_file_ignores(
+    given: Optional[str], config: Optional[FileConfig], cwd: Path
+) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """(pattern, codes) pairs; a pattern is normalized as an exclude pattern, relative to where it was written."""
+    if given is not None:
+        try:
+            pairs = parse_per_file_ignores(given)
+        except ConfigError as error:
+            raise UsageError(f"--per-file-ignores: {error}") from None
+        base, where = os.fspath(cwd), "--per-file-ignores"
+    elif config is not None and config.per_file_ignores:
+        pairs = list(config.per_file_ignores)
+        base, where = os.fspath(config.path.parent), f"per-file-ignores in {config.path}"
+    else:
+        return ()
+    for _, codes in pairs:
+        for code in codes:
+            if not _CODE_PREFIX.match(code):
+                raise UsageError(f"{where}: {code!r} is not a code prefix (like AGF, AGF1 or AGF003)")
+    return tuple((normalize_pattern(pattern, base), tuple(codes)) for pattern, codes in pairs)
 
 
 def _values(key: str, given: Optional[str], config: Optional[FileConfig]) -> Tuple[str, ...]:
@@ -197,10 +286,10 @@ def _min_torch_version(given: Optional[str], config: Optional[FileConfig]) -> Op
         raise UsageError(f"{where}: {error}") from None
 
 
-def _flag(key: str, given: Optional[bool], config: Optional[FileConfig]) -> bool:
+def _flag(key: str, given: Optional[bool], config: Optional[FileConfig], default: bool = False) -> bool:
     if given is not None:
         return given
-    return bool(config.booleans.get(key, False)) if config is not None else False
+    return bool(config.booleans.get(key, default)) if config is not None else default
 
 
 def _patterns(given: Optional[str], config: Optional[FileConfig], cwd: Path) -> Tuple[str, ...]:

@@ -13,7 +13,7 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Sequence, Set, Tuple
 
 import pytest
 
@@ -129,3 +129,55 @@ def require_torch() -> ModuleType:
         if os.environ.get("AGF_REQUIRE_TORCH"):
             return importlib.import_module("torch")
         return pytest.importorskip("torch", reason="the oracle layer runs fixture Functions under PyTorch")
+
+
+#: How to run what skips without torch (the pin finds the CPU build; an unpinned torch pulls CUDA wheels).
+ORACLE_HINT = "pip install -e '.[oracle]' (torch==2.13.0, CPU) to run them"
+TORCH_INSTALLED = importlib.util.find_spec("torch") is not None
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    """Every test of a module that imports torch is in the oracle layer (``-m oracle`` selects it), as are
+    the tests marked so one by one in a module that does not."""
+    for item in items:
+        module = getattr(item, "module", None)
+        if isinstance(getattr(module, "torch", None), ModuleType):
+            item.add_marker(pytest.mark.oracle)
+
+
+def _skipped_for_torch(report: pytest.CollectReport | pytest.TestReport) -> bool:
+    """A skip whose reason is a missing torch (every oracle module and test skips with "torch" in it)."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return "torch" in reason.lower()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test that skips for want of torch must be in the oracle layer, or CI's torch stage (``-m "oracle or
+    slow"``) would never run it: such a skip outside the layer fails instead."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if TORCH_INSTALLED or not report.skipped or item.get_closest_marker("oracle") is not None:
+        return
+    if _skipped_for_torch(report):
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid} skips without torch but is not marked oracle: mark it @pytest.mark.oracle"
+
+
+def _count(number: int, noun: str) -> str:
+    return "" if number == 0 else f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line saying what a run without torch left out, and how to run it."""
+    if TORCH_INSTALLED:
+        return
+    skipped = [report for report in terminalreporter.stats.get("skipped", []) if _skipped_for_torch(report)]
+    if not skipped:
+        return
+    modules = sum(1 for report in skipped if isinstance(report, pytest.CollectReport))
+    tests = len(skipped) - modules
+    parts = [_count(modules, "test module"), _count(tests, "test")]
+    counted = " and ".join(part for part in parts if part)
+    terminalreporter.write_line(f"oracle layer skipped ({counted}): torch is not installed; {ORACLE_HINT}")

@@ -36,6 +36,7 @@ def assert_same(command: subprocess.CompletedProcess, reference: subprocess.Comp
     return command.stdout.splitlines()
 
 
+@pytest.mark.slow  # every fixture through flake8 and the command
 def test_every_fixture_gives_flake8s_findings(tmp_path: Path) -> None:
     # As tests/test_fixtures.py: a preview rule's fixture with every rule on, a default rule's as installed.
     preview = [str(path) for path in fixture_paths() if path.name[:6].upper() in PREVIEW_CODES]

@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List
 import pytest
 
 import oracle
-from conftest import FIXTURES, expected_findings, lint
+from conftest import FIXTURES, expected_findings, lint, require_torch
 from flake8_autograd.engine import checker
 from flake8_autograd.engine.analysis import Analysis
 from flake8_autograd.engine.custom_op_model import declared_output_count
@@ -195,8 +195,10 @@ def _declarations() -> List[oracle.Declaration]:
 _LOADED: Dict[Path, oracle.LoadedFixture] = {}
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("declaration", _declarations(), ids=lambda declaration: declaration.where)
 def test_op_fixture_declarations_under_torch(declaration: oracle.Declaration) -> None:
+    require_torch()
     path = declaration.path
     if path not in _LOADED:
         _LOADED[path] = oracle.load_fixture(path)  # each op is registered with torch once per session

@@ -149,11 +149,13 @@ def check_whole_file(text: str) -> Tuple[str, int]:
     return fixed, count
 
 
+@pytest.mark.slow  # every fix of every fixture, one at a time
 @pytest.mark.parametrize("path", fixture_paths(), ids=lambda path: path.name)
 def test_every_fix_of_every_fixture_is_safe_alone(path: Path) -> None:
     check_each_fix(path.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # every fixture fixed whole, twice
 @pytest.mark.parametrize("path", fixture_paths(), ids=lambda path: path.name)
 def test_fixing_every_fixture_whole_is_stable(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
@@ -171,6 +173,7 @@ def test_the_fixtures_exercise_every_fix() -> None:
     assert fixed_codes >= FIXABLE_CODES
 
 
+@pytest.mark.slow  # generated mutants of the fixtures
 @PROPERTIES
 @given(mutant=fixture_mutants())
 def test_fixes_of_fixture_mutants_are_safe(mutant: Tuple[str, str]) -> None:

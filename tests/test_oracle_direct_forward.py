@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from conftest import codes_inside, fixture_module, require_torch
 
-from conftest import codes_inside, fixture_module  # noqa: E402
+torch = require_torch()
 
 
 def _storage(module: object) -> object:

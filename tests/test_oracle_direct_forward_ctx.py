@@ -4,11 +4,9 @@ caller's, or a None that is an input of a separate-style forward, does not (repo
 
 from __future__ import annotations
 
-import pytest
+from conftest import codes_inside, fixture_module, require_torch
 
-torch = pytest.importorskip("torch")
-
-from conftest import codes_inside, fixture_module  # noqa: E402
+torch = require_torch()
 
 
 def _node_names(output: "torch.Tensor") -> str:

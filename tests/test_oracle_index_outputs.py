@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from conftest import codes_inside, fixture_module, require_torch
 
-from conftest import codes_inside, fixture_module  # noqa: E402
+torch = require_torch()
 
 STEM = "agf113_index_outputs"
 NOT_IMPLEMENTED = "You must implement either the backward or vjp method"

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from conftest import codes_inside, fixture_module, require_torch
 
-from conftest import codes_inside, fixture_module  # noqa: E402
+torch = require_torch()
 
 STEM = "agf003_buffers"
 

@@ -142,6 +142,7 @@ def place(template: str, program: str) -> str:
     return source
 
 
+@pytest.mark.slow  # generated programs
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")  # hypothesmith compiles what it generates
 def test_grammar_generated_programs_never_fail() -> None:
     hypothesmith = pytest.importorskip("hypothesmith")
@@ -154,6 +155,7 @@ def test_grammar_generated_programs_never_fail() -> None:
     check()
 
 
+@pytest.mark.slow  # generated programs
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")
 def test_grammar_generated_programs_with_project_bases_never_fail() -> None:
     """The same, with the Function base spelled as a project base passed through the option."""
@@ -409,6 +411,7 @@ def fixture_mutants(draw: st.DrawFn) -> Tuple[str, str]:
     return name, "".join(lines)
 
 
+@pytest.mark.slow  # generated mutants of the fixtures
 @PROPERTIES
 @given(mutant=fixture_mutants())
 def test_fixture_mutants_never_fail(mutant: Tuple[str, str]) -> None:
@@ -416,6 +419,7 @@ def test_fixture_mutants_never_fail(mutant: Tuple[str, str]) -> None:
     assert_never_fails(source, filename=f"tests/fixtures/{name}")
 
 
+@pytest.mark.slow  # generated mutations
 @PROPERTIES
 @given(data=st.data(), mutation=st.sampled_from(MUTATIONS))
 def test_each_mutation_alone_never_fails(data: st.DataObject, mutation: Mutation) -> None:
@@ -491,6 +495,7 @@ def long_statement_chains(draw: st.DrawFn) -> str:
     return "    @staticmethod\n    def backward(ctx, grad):\n" + textwrap.indent(body, " " * 8)
 
 
+@pytest.mark.slow  # generated deep and long code
 @PROPERTIES
 @given(
     body=st.one_of(
@@ -523,6 +528,7 @@ def structural_variants(unit: List[str]) -> List[List[str]]:
     return variants
 
 
+@pytest.mark.slow  # every unit of every fixture, mutated
 @pytest.mark.parametrize("name, index", _unit_ids(), ids=[f"{name}-{index}" for name, index in _unit_ids()])
 def test_every_fixture_unit_survives_structural_mutations(name: str, index: int) -> None:
     header, units = FIXTURE_UNITS[name]

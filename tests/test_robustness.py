@@ -227,6 +227,7 @@ def batch_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     return flake8(directory, "-j", "2", ".", preview=request.param)
 
 
+@pytest.mark.slow  # two flake8 runs over every edge file (the serial check below stays in the default run)
 @pytest.mark.parametrize("case", BATCH, ids=[case.name for case in BATCH])
 def test_edge_file(batch_run: Run, case: Case) -> None:
     batch_run.assert_clean()
@@ -248,6 +249,7 @@ def test_edge_files_one_by_one_match_the_batch(tmp_path: Path) -> None:
 
 
 # -- size -------------------------------------------------------------------------------------------
+@pytest.mark.slow  # a 5,000-class file through flake8
 def test_five_thousand_function_classes_each_get_their_finding(tmp_path: Path) -> None:
     count = 5_000
     parts = ["import torch\n"]
@@ -493,6 +495,7 @@ def test_check_module_never_raises_even_when_discovery_fails(monkeypatch: pytest
 
 
 # -- the corpus script ------------------------------------------------------------------------------
+@pytest.mark.slow  # a corpus run over the fixtures and the package
 def test_corpus_check_runs_on_the_fixtures_and_the_package(capsys: pytest.CaptureFixture[str]) -> None:
     import flake8_autograd
 

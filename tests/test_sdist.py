@@ -19,13 +19,16 @@ import pytest
 
 from conftest import ROOT
 
+# Building takes seconds and needs setuptools >= the build requirement: CI's second stage installs it.
+pytestmark = pytest.mark.slow
+
 # What setuptools reads to build the sdist (setup.py and docs/ where the build uses them); tests/ is
 # copied so that leaving it out is a real choice.
 SOURCE_FILES = ["pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "setup.py"]
 SOURCE_FOLDERS = ["src", "tests", "docs"]
 
 
-def _setuptools_fits() -> bool:
+def setuptools_fits() -> bool:
     try:
         import setuptools
     except ImportError:  # pragma: no cover - setuptools is in every supported environment
@@ -42,7 +45,7 @@ class Sdist(NamedTuple):
 
 @pytest.fixture(scope="module")
 def sdist(tmp_path_factory: pytest.TempPathFactory) -> Sdist:
-    if not _setuptools_fits():
+    if not setuptools_fits():
         pytest.skip("the installed setuptools is older than pyproject.toml's build requirement")
     source = tmp_path_factory.mktemp("source")
     for name in SOURCE_FILES:

@@ -235,3 +235,35 @@ def test_agf004_appends_after_the_closing_parenthesis_and_only_once() -> None:
     assert count == 1 and remaining == [] and notice is None
     again, count_again, _, _ = fix_text(fixed, "ops.py", options)
     assert (again, count_again) == (fixed, 0)
+
+
+# -- AGF003: an alias unpacked from ctx and changed in place in backward -------------------------------
+UNPACKED_AND_CHANGED = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x: torch.Tensor, w: torch.Tensor):
+            ctx.w = w
+            ctx.x = x
+            return x * w
+
+        @staticmethod
+        def backward(ctx, g):
+            w, x = ctx.w, ctx.x
+            w.mul_(2)
+            return g * w, g * x
+    """
+)
+
+
+def test_agf003_gives_no_fix_where_backward_changes_an_unpacked_alias_in_place() -> None:
+    # Saved instead, w would fail torch's version check at the second unpack: the fix is not offered.
+    options = CheckOptions(preview=True, unsafe_fixes=True)
+    fixed, count, _, _ = fix_text(UNPACKED_AND_CHANGED, "ops.py", options)
+    assert (fixed, count) == (UNPACKED_AND_CHANGED, 0)
+    rebound = UNPACKED_AND_CHANGED.replace("w.mul_(2)", "w = w * 2")  # a new tensor: the fix is made
+    fixed, count, _, _ = fix_text(rebound, "ops.py", options)
+    assert count == 2 and "ctx.save_for_backward(w, x)" in fixed

@@ -411,12 +411,21 @@ def _changed_in_backward(backward: Method) -> "set[str]":
         elif isinstance(root, cst.Name):
             changed_names.add(root.value)
     for assign in assignments:
-        bound = {target.target.value for target in assign.targets if isinstance(target.target, cst.Name)}
+        bound = {name for target in assign.targets for name in _bound_names(target.target)}
         if bound & changed_names:
             changed.update(
                 name for name in (attribute_of(node) for node in _attributes_in(assign.value)) if name is not None
             )
     return changed
+
+
+def _bound_names(target: cst.BaseExpression) -> Iterator[str]:
+    """The names an assignment target binds: ``y`` of ``y = ...``, ``y`` and ``z`` of ``y, (z, *w) = ...``."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _bound_names(element.value)
 
 
 def _attributes_in(node: cst.CSTNode) -> List[cst.Attribute]:

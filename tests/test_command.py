@@ -94,14 +94,14 @@ def write(folder: Path, files: Dict[str, str]) -> None:
 def test_text_output_is_flake8s_and_findings_exit_1(tmp_path: Path) -> None:
     write(tmp_path, {"scale.py": SCALE})
     assert run("scale.py", cwd=tmp_path).stdout.splitlines() == [
-        "scale.py:5:5: AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def",
+        "scale.py:5:5: AGF001 Scale.forward is not a @staticmethod; add @staticmethod",
     ]
     result = run("--preview", "scale.py", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
-        "scale.py:5:5: AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def",
-        "scale.py:10:5: AGF005 Scale.backward computes gradients for x, y without checking ctx.needs_input_grad; "
-        "compute each only when ctx.needs_input_grad[i] is true and return None otherwise",
+        "scale.py:5:5: AGF001 Scale.forward is not a @staticmethod; add @staticmethod",
+        "scale.py:10:5: AGF005 Scale.backward always computes gradients for x, y; guard each with "
+        "ctx.needs_input_grad[i]",
     ]
     assert result.stderr == "1 fixable with the --fix option\n"  # AGF001 adds @staticmethod
 

@@ -22,7 +22,7 @@ from flake8_autograd.rules import PREVIEW_RULES, RULES
 
 GIT = shutil.which("git")
 ROOT = Path(__file__).resolve().parents[1]
-AGF001_LINE = "scale.py:5:5: AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def"
+AGF001_LINE = "scale.py:5:5: AGF001 Scale.forward is not a @staticmethod; add @staticmethod"
 
 
 # --exit-zero
@@ -53,9 +53,8 @@ def test_statistics_count_each_code_after_the_report_as_flake8_prints_them(tmp_p
     lines = result.stdout.splitlines()
     assert result.returncode == 1 and len(lines) == 6
     assert lines[4:] == [
-        "2     AGF001 Scale.forward must be a @staticmethod; add @staticmethod above the def",
-        "2     AGF005 Scale.backward computes gradients for x, y without checking ctx.needs_input_grad; "
-        "compute each only when ctx.needs_input_grad[i] is true and return None otherwise",
+        "2     AGF001 Scale.forward is not a @staticmethod; add @staticmethod",
+        "2     AGF005 Scale.backward always computes gradients for x, y; guard each with ctx.needs_input_grad[i]",
     ]
     assert run("--statistics", cwd=tmp_path, stdin=None).stdout.count("\n") == 3  # AGF001 twice, one count
 
@@ -290,8 +289,8 @@ def test_a_baseline_hides_the_findings_it_records_and_edits_elsewhere_keep_them_
     new = run("--baseline", "baseline.json", ".", cwd=tmp_path)
     assert new.returncode == 1
     assert [line.split(" ", 2)[1:] for line in new.stdout.splitlines()] == [
-        ["AGF001", "Other.forward must be a @staticmethod; add @staticmethod above the def"],
-        ["AGF001", "Twice.forward must be a @staticmethod; add @staticmethod above the def"],
+        ["AGF001", "Other.forward is not a @staticmethod; add @staticmethod"],
+        ["AGF001", "Twice.forward is not a @staticmethod; add @staticmethod"],
     ]
 
 

@@ -60,7 +60,7 @@ def test_falling_off_the_end_reads_well() -> None:
         preview=True,
     )
     assert [finding.code for finding in findings] == ["AGF004"]
-    assert "Add.backward can end without a return (returning one None) but forward takes 2 inputs" in (
+    assert "Add.backward can end without a return (one None) for 2 inputs" in (
         findings[0].message
     )
 

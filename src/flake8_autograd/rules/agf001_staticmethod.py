@@ -19,10 +19,8 @@ INSTANCE_UNSAFE_BECAUSE = (
 class StaticMethodRule(Rule):
     code = "AGF001"
     name = "contract method must be a @staticmethod"
-    message = "{method} must be a @staticmethod; add @staticmethod above the def"
-    classmethod_message = (
-        "{method} must be a @staticmethod, not a @classmethod; replace @classmethod with @staticmethod"
-    )
+    message = "{method} is not a @staticmethod; add @staticmethod"
+    classmethod_message = "{method} is a @classmethod; make it a @staticmethod"
     invalid = (
         """
         class MyFn(torch.autograd.Function):

@@ -28,7 +28,7 @@ class CtxFirstRule(Rule):
     message = "{method} takes {first!r} first; name the first parameter {ctx}"
     missing_message = "{method} takes no ctx parameter; add {ctx} as the first parameter"
     forward_without_ctx_message = (
-        "{method} takes {first!r} first, not ctx; add {ctx} before it, or define setup_context(ctx, inputs, output)"
+        "{method} takes {first!r} first, not ctx; add {ctx} before it, or define setup_context"
     )
     invalid = (
         """

@@ -19,21 +19,12 @@ from ..engine.walk import cst_dotted, short_code, walk_scope
 from ..fixes import Edit, Fix, locator
 from .base import Finding, Rule
 
-HARMS = {
-    "input": "an input kept on ctx skips the in-place version check, so gradients can be silently wrong",
-    "output": "an output kept on ctx forms a reference cycle that holds its memory until the garbage collector runs",
-    "other": "a tensor kept on ctx escapes saved-tensor hooks and is not checked for in-place changes",
-}
-
 
 class TensorOnCtxRule(Rule):
     code = "AGF003"
     applies_to_custom_ops = True
     name = "tensor stored on ctx instead of save_for_backward"
-    message = (
-        "{method} stores tensor {value} as ctx.{attribute}: {harm}; "
-        "pass it to ctx.save_for_backward() and read ctx.saved_tensors in backward"
-    )
+    message = "{method} stores tensor {value} as ctx.{attribute}; save it with ctx.save_for_backward"
     invalid = (
         """
         class MyFn(torch.autograd.Function):
@@ -77,13 +68,9 @@ class TensorOnCtxRule(Rule):
             return
         inference = analysis.inference(method)
         for store in method.facts.ctx_stores:
-            described = self._describe(store, inference, analysis)
-            if described is not None and not _callers_pass_numbers(store, model, inference, analysis):
-                value, origin = described
-                yield self.report(
-                    method, store.node, method=method.qualname, value=value, attribute=store.attribute,
-                    harm=HARMS[origin],
-                )
+            value = self._describe(store, inference, analysis)
+            if value is not None and not _callers_pass_numbers(store, model, inference, analysis):
+                yield self.report(method, store.node, method=method.qualname, value=value, attribute=store.attribute)
 
     def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:
         """``ctx.x = x`` becomes ``ctx.save_for_backward(x)``, and each ``ctx.x`` in backward
@@ -116,8 +103,8 @@ class TensorOnCtxRule(Rule):
     @staticmethod
     def _describe(
         store: CtxStore, inference: TensorInference, analysis: Analysis
-    ) -> Optional["tuple[str, str]"]:
-        """(how to name the value, which harm applies) when the stored value holds a tensor."""
+    ) -> Optional[str]:
+        """How to name the value, when the stored value holds a tensor."""
         values: List[cst.BaseExpression] = [store.value]
         if isinstance(store.value, (cst.Tuple, cst.List)):
             if any(isinstance(element, cst.StarredElement) for element in store.value.elements):
@@ -128,16 +115,10 @@ class TensorOnCtxRule(Rule):
             return None
         if _output_buffer(store, inference, analysis):
             return None
-        origins = {inference.origin(value) for value in tensors}
-        origin = "other"
-        if "output" in origins or _is_returned(store, inference, tensors):
-            origin = "output"
-        elif "input" in origins:
-            origin = "input"
         label = _quote(tensors[0])
         if len(tensors) > 1:
             label = f"{label} (and {len(tensors) - 1} more)"
-        return label, origin
+        return label
 
 
 def _also_saved(value: cst.BaseExpression, inference: TensorInference) -> bool:
@@ -235,22 +216,6 @@ def _is_number(node: ast.expr) -> bool:
 def _quote(node: cst.BaseExpression) -> str:
     code = short_code(node)
     return f"'{code}'" if code is not None else "value"
-
-
-def _is_returned(store: CtxStore, inference: TensorInference, tensors: List[cst.BaseExpression]) -> bool:
-    """Whether a stored local is also what forward returns (directly or in a returned tuple)."""
-    if inference.role != "forward":
-        return False
-    names = {value.value for value in tensors if isinstance(value, cst.Name)}
-    for ret in inference.facts.returns:
-        returned = ret.value
-        if returned is None:
-            continue
-        elements = returned.elements if isinstance(returned, (cst.Tuple, cst.List)) else None
-        candidates = [element.value for element in elements] if elements is not None else [returned]
-        if any(isinstance(candidate, cst.Name) and candidate.value in names for candidate in candidates):
-            return True
-    return False
 
 
 def _plain_pair(model: ClassModel, forward: Method, backward: Method, analysis: Analysis) -> bool:

@@ -23,28 +23,15 @@ class GradientCountRule(Rule):
     code = "AGF004"
     applies_to_custom_ops = True
     name = "backward returns the wrong number of gradients"
-    message = (
-        "{method} {returned} but forward takes {inputs} ({names}); "
-        "return one per input, None where there is none"
-    )
+    message = "{method} {returned} for {inputs} ({names}); return one per input, None for none"
     call_message = (
-        "{method} {returned} but {cls}.apply is called with {arguments} on line {line}; "
-        "return one per input, None where there is none"
+        "{method} {returned} but {cls}.apply gets {arguments} on line {line}; return one per input, None for none"
     )
-    surplus_message = (
-        "{method} {returned} but forward takes {inputs} ({names}); "
-        "drop the extra values (only surplus Nones are ignored)"
-    )
+    surplus_message = "{method} {returned} for {inputs} ({names}); drop the extra values"
     # An operator's registration: its positional inputs are certain, and surplus Nones are not forgiven.
-    op_message = (
-        "{method} {returned} but operator {cls} takes {inputs} ({names}); return one per positional input, "
-        "None where there is none (torch 2.13 counts a hidden input on each side: 'expected {expected}, got {got}')"
-    )
-    op_surplus_message = (
-        "{method} {returned} but operator {cls} takes {inputs} ({names}); drop the extra values (torch 2.13 "
-        "ignores surplus Nones, later releases reject them as an incorrect number of gradients)"
-    )
-    falls_off = "can end without a return (returning one None)"
+    op_message = "{method} {returned} for {inputs} ({names}) of op {cls}; return one per positional input"
+    op_surplus_message = "{method} {returned} for {inputs} ({names}) of op {cls}; drop the extra values"
+    falls_off = "can end without a return (one None)"
     invalid = (
         """
         class LinearFn(torch.autograd.Function):
@@ -133,7 +120,7 @@ class GradientCountRule(Rule):
             # The generated Function has one more input (its metadata), which backward's result gets a None for.
             template = self.op_message if count < inputs.total else self.op_surplus_message
             return self.report(
-                method, node, template=template, cls=model.name, expected=inputs.total + 1, got=count + 1, **fields
+                method, node, template=template, cls=model.name, **fields
             )
         if count < inputs.required:
             return self.report(method, node, **fields)

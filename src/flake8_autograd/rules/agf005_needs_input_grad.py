@@ -19,10 +19,7 @@ class NeedsInputGradRule(Rule):
     code = "AGF005"
     applies_to_custom_ops = True
     name = "needs_input_grad not consulted"
-    message = (
-        "{method} computes gradients for {inputs} without checking ctx.needs_input_grad; "
-        "compute each only when ctx.needs_input_grad[i] is true and return None otherwise"
-    )
+    message = "{method} always computes gradients for {inputs}; guard each with ctx.needs_input_grad[i]"
     invalid = (
         """
         class MulFn(torch.autograd.Function):

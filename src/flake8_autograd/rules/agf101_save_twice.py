@@ -14,10 +14,7 @@ class SaveTwiceRule(Rule):
     code = "AGF101"
     applies_to_custom_ops = True
     name = "save_for_backward called twice on one path"
-    message = (
-        "{method} calls ctx.save_for_backward again after line {first}; the second call silently replaces the "
-        "first: save every tensor in one call"
-    )
+    message = "{method} calls ctx.save_for_backward again after line {first}; save every tensor in one call"
     invalid = (
         """
         class MulFn(torch.autograd.Function):

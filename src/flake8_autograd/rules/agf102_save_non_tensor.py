@@ -14,10 +14,7 @@ class SaveNonTensorRule(Rule):
     code = "AGF102"
     applies_to_custom_ops = True
     name = "non-tensor passed to save_for_backward"
-    message = (
-        "{method} passes {value}, which is not a tensor, to ctx.save_for_backward; store non-tensors as "
-        "ctx attributes (ctx.name = value)"
-    )
+    message = "{method} saves {value}, not a tensor; store it as a ctx attribute"
     invalid = (
         """
         class ViewFn(torch.autograd.Function):

@@ -15,10 +15,7 @@ class SavedUnpackCountRule(Rule):
     code = "AGF103"
     applies_to_custom_ops = True
     name = "saved_tensors unpacked into the wrong number of names"
-    message = (
-        "{method} unpacks ctx.saved_tensors into {names} but {saver} saves {saved}; "
-        "unpack exactly the tensors passed to ctx.save_for_backward"
-    )
+    message = "{method} unpacks {names} but {saver} saves {saved}; unpack one name per saved tensor"
     invalid = (
         """
         class MulFn(torch.autograd.Function):
@@ -59,6 +56,8 @@ class SavedUnpackCountRule(Rule):
         if saved is None or forward is None or analysis.backward_never_runs(model):
             return  # nothing saved to compare with, or autograd never calls backward
         saver_name, count = saved
+        if saver_name.startswith(model.name + "."):
+            saver_name = saver_name[len(model.name) + 1:]  # the class's own method: its name is enough
         reported: Set[int] = set()
         for bindings in backward.facts.bindings.values():
             for binding in bindings:

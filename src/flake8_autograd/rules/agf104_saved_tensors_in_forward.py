@@ -13,10 +13,7 @@ class SavedTensorsInForwardRule(Rule):
     code = "AGF104"
     applies_to_custom_ops = True
     name = "saved_tensors read in forward or setup_context"
-    message = (
-        "{method} reads ctx.saved_tensors, which is empty until backward; use the tensors themselves here "
-        "and read ctx.saved_tensors only in backward"
-    )
+    message = "{method} reads ctx.saved_tensors (empty until backward); use the tensors themselves"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):

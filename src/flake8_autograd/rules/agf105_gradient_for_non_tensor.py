@@ -19,10 +19,7 @@ class GradientForNonTensorRule(Rule):
     code = "AGF105"
     applies_to_custom_ops = True
     name = "gradient returned for a non-tensor input"
-    message = (
-        "{method} returns a gradient for {input!r} (position {position}), which is not a tensor; "
-        "return None in that slot"
-    )
+    message = "{method} returns a gradient for non-tensor {input!r} (position {position}); return None there"
     invalid = (
         """
         class ScaleFn(torch.autograd.Function):

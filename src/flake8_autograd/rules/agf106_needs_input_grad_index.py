@@ -13,10 +13,7 @@ class NeedsInputGradIndexRule(Rule):
     code = "AGF106"
     applies_to_custom_ops = True
     name = "needs_input_grad index out of range"
-    message = (
-        "{method} reads ctx.needs_input_grad[{index}] but forward takes {inputs} ({names}); "
-        "index by input position, from 0 to {last}"
-    )
+    message = "{method} reads ctx.needs_input_grad[{index}] for {inputs} ({names}); index from 0 to {last}"
     invalid = (
         """
         class MulFn(torch.autograd.Function):

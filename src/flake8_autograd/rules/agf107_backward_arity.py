@@ -14,10 +14,7 @@ class BackwardArityRule(Rule):
     code = "AGF107"
     applies_to_custom_ops = True
     name = "backward takes the wrong number of gradients"
-    message = (
-        "{method} takes {taken} but forward returns {outputs}; "
-        "take one gradient parameter per forward output (or *grad_outputs)"
-    )
+    message = "{method} takes {taken} for {outputs}; take one gradient per output (or *grad_outputs)"
     invalid = (
         """
         class SplitFn(torch.autograd.Function):

@@ -12,10 +12,7 @@ from .base import Finding, Rule
 class JvpCountRule(Rule):
     code = "AGF108"
     name = "jvp returns the wrong number of tangents"
-    message = (
-        "{method} returns {returned} but forward returns {outputs}; "
-        "return exactly one tangent per output (surplus Nones are not accepted)"
-    )
+    message = "{method} returns {returned} for {outputs}; return exactly one tangent per output"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):
@@ -61,6 +58,6 @@ class JvpCountRule(Rule):
             returned = f"{counted.count} tangent" + ("s" if counted.count != 1 else "")
             yield self.report(
                 method, None if counted.falls_off else counted.node, method=method.qualname,
-                returned="None by falling off its end" if counted.falls_off else returned,
+                returned="None (falls off its end)" if counted.falls_off else returned,
                 outputs=f"{outputs} output" + ("s" if outputs != 1 else ""),
             )

@@ -17,10 +17,7 @@ from .base import Finding, Rule
 class InPlaceInputRule(Rule):
     code = "AGF109"
     name = "input modified in place without mark_dirty"
-    message = (
-        "{method} modifies input {input!r} in place ({how}) without ctx.mark_dirty({input}); "
-        "call ctx.mark_dirty({input}) and return it, or work on a copy"
-    )
+    message = "{method} changes input {input!r} in place ({how}); call ctx.mark_dirty({input}) or use a copy"
     invalid = (
         """
         class ReluFn(torch.autograd.Function):
@@ -72,7 +69,7 @@ class InPlaceInputRule(Rule):
             if _is_buffer(model, forward, analysis, index, write.root):
                 continue
             reported.add(write.root)
-            yield self.report(forward, write.node, method=forward.qualname, input=write.root, how=write.describe())
+            yield self.report(forward, write.node, method=forward.qualname, input=write.root, how=short_how(write))
 
 
 # ``x.set_(y)`` makes x share y's storage: a deliberate aliasing idiom (the input is typically a leaf
@@ -129,3 +126,10 @@ def _marked_dirty(model: ClassModel, forward: Method) -> "Set[str] | None":
     if model.setup_context_style and method.facts.ctx_calls.get("mark_dirty"):
         return None  # names in setup_context are its own; trust that it marks the right ones
     return names
+
+
+def short_how(write: Write) -> str:
+    """The write for a message (AGF109, AGF110): ``.mul_()``, ``out= via x[0]``, ``helper()`` for a helper
+    writing into its argument."""
+    how = write.how.replace(" writing into its argument", "")
+    return how if write.through is None else f"{how} via {write.through}"

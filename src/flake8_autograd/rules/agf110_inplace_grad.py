@@ -7,6 +7,7 @@ from typing import Iterator, Set
 from ..engine.aliases import method_writes
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel
+from .agf109_inplace_input import short_how
 from .base import Finding, Rule
 
 
@@ -14,10 +15,7 @@ class InPlaceGradRule(Rule):
     code = "AGF110"
     applies_to_custom_ops = True
     name = "gradient modified in place in backward"
-    message = (
-        "{method} modifies gradient {grad!r} in place ({how}); other parts of the graph may share it: "
-        "compute a new tensor instead ({grad} * ..., {grad}.clone())"
-    )
+    message = "{method} changes gradient {grad!r} in place ({how}); compute a new tensor"
     invalid = (
         """
         class ScaleFn(torch.autograd.Function):
@@ -55,4 +53,4 @@ class InPlaceGradRule(Rule):
                 if write.root not in grads or write.root in reported:
                     continue
                 reported.add(write.root)
-                yield self.report(method, write.node, method=method.qualname, grad=write.root, how=write.describe())
+                yield self.report(method, write.node, method=method.qualname, grad=write.root, how=short_how(write))

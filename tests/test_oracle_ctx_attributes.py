@@ -181,7 +181,7 @@ def test_contract_cases() -> None:
         _run(CONSTANT, "Halve")
     findings = lint(CONSTANT, preview=True)
     assert [(f.line, f.code) for f in findings] == [(14, "AGF124")]
-    assert "read it as Halve.RATIO" in findings[0].message
+    assert "read Halve.RATIO" in findings[0].message
 
 
 def test_attributes_stored_on_the_graph_node_from_outside_reach_backward() -> None:

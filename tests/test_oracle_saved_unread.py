@@ -110,7 +110,7 @@ def test_contract_case_is_reported_naming_the_unread_tensors() -> None:
     found = [finding for finding in lint(ADD_MUL, preview=True) if finding.code == "AGF122"]
     assert len(found) == 1
     assert found[0].line == 8
-    assert "never reads x and b" in found[0].message
+    assert "never reads saved x and b" in found[0].message
 
 
 def test_seed_example_names_input_and_intermediate() -> None:
@@ -130,4 +130,4 @@ def test_seed_example_names_input_and_intermediate() -> None:
     )
     found = [finding for finding in lint(source, preview=True) if finding.code == "AGF122"]
     assert [finding.line for finding in found] == [9]
-    assert "never reads input and intermediate" in found[0].message
+    assert "never reads saved input and intermediate" in found[0].message

@@ -14,7 +14,7 @@ from .base import Finding, Rule
 class DirectUseRule(Rule):
     code = "AGF111"
     name = "Function used without apply"
-    message = "{cls} is {what}; call {cls}.apply(...) instead"
+    message = "{cls}{what}; call {cls}.apply(...) instead"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):
@@ -38,9 +38,9 @@ class DirectUseRule(Rule):
         """,
     )
     _WHAT = {
-        "instantiated": "instantiated (the legacy style PyTorch rejects)",
-        "forward": "used by calling forward directly, which bypasses the Function's backward",
-        "backward": "used by calling backward directly, outside autograd",
+        "instantiated": " is instantiated (legacy style)",
+        "forward": ".forward is called directly, skipping backward",
+        "backward": ".backward is called directly, outside autograd",
     }
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:

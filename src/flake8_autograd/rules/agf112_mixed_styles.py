@@ -12,10 +12,7 @@ from .base import Finding, Rule
 class MixedStylesRule(Rule):
     code = "AGF112"
     name = "setup_context with a forward that takes ctx"
-    message = (
-        "{method} takes {first!r} first although the class defines setup_context; with setup_context, "
-        "forward takes only the inputs: remove {first} from forward"
-    )
+    message = "{method} takes {first!r} first, but the class has setup_context; remove {first} from forward"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):
@@ -41,10 +38,7 @@ class MixedStylesRule(Rule):
         """,
     )
 
-    inherited_message = (
-        "{method} is defined, so PyTorch calls the inherited {forward} without ctx, yet it takes {first!r} first; "
-        "override forward without {first} here, or drop setup_context"
-    )
+    inherited_message = "{method} exists, but inherited {forward} takes {first!r}; override forward without {first}"
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         forward = model.method("forward")

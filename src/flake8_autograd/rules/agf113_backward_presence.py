@@ -13,11 +13,8 @@ from .base import Finding, Rule
 class BackwardPresenceRule(Rule):
     code = "AGF113"
     name = "backward and vjp both defined, or neither"
-    both_message = "{cls} defines both backward and vjp, which PyTorch rejects; keep only backward"
-    message = (
-        "{cls} defines forward but no backward; define backward(ctx, *grad_outputs), "
-        "or wrap the computation without a custom Function"
-    )
+    both_message = "{cls} defines both backward and vjp; keep only backward"
+    message = "{cls} defines forward but no backward; define backward(ctx, *grad_outputs)"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):
@@ -42,10 +39,7 @@ class BackwardPresenceRule(Rule):
         """,
     )
 
-    inherited_message = (
-        "{cls} inherits forward from {base} and no class of the hierarchy defines backward; "
-        "define backward(ctx, *grad_outputs) here, or wrap the computation without a custom Function"
-    )
+    inherited_message = "{cls} inherits forward from {base} but no backward; define backward(ctx, *grad_outputs)"
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         backward, vjp = model.method("backward"), model.method("vjp")

@@ -15,10 +15,7 @@ from .base import Finding, Rule
 class DecoratorOrderRule(Rule):
     code = "AGF114"
     name = "@once_differentiable above @staticmethod"
-    message = (
-        "{method} has @once_differentiable above @staticmethod; put @staticmethod first (outermost), "
-        "once_differentiable wraps the plain function"
-    )
+    message = "{method} has @once_differentiable above @staticmethod; put @staticmethod first"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):

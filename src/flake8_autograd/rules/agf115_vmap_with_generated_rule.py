@@ -14,10 +14,7 @@ from .base import Finding, Rule
 class VmapWithGeneratedRuleRule(Rule):
     code = "AGF115"
     name = "vmap defined with generate_vmap_rule = True"
-    message = (
-        "{method} is defined although {cls}.generate_vmap_rule is True, which PyTorch rejects under vmap; "
-        "drop one of them"
-    )
+    message = "{method} is defined while generate_vmap_rule is True; drop one of them"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):
@@ -51,10 +48,7 @@ class VmapWithGeneratedRuleRule(Rule):
         """,
     )
 
-    flag_message = (
-        "{cls} sets generate_vmap_rule = True although it inherits vmap from {base}, which PyTorch rejects "
-        "under vmap; drop one of them"
-    )
+    flag_message = "{cls} sets generate_vmap_rule = True but inherits vmap from {base}; drop one of them"
 
     def check(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
         vmap = model.method("vmap")
@@ -66,7 +60,7 @@ class VmapWithGeneratedRuleRule(Rule):
             return
         # Report once, in the class that brings the pair together.
         if vmap.owner is model:
-            yield self.report(vmap, method=vmap.qualname, cls=model.name)
+            yield self.report(vmap, method=vmap.qualname)
         elif flag_owner is model:
             statement = model.class_attribute_statements["generate_vmap_rule"]
             yield self.report_in(model, statement, template=self.flag_message, cls=model.name, base=vmap.owner.name)

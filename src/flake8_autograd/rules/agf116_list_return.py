@@ -23,11 +23,8 @@ class ListReturnRule(Rule):
     code = "AGF116"
     applies_to_custom_ops = True
     name = "backward or forward returns a list"
-    message = "{method} returns a list, which PyTorch counts as one gradient; return a tuple"
-    forward_message = (
-        "{method} returns a list, which PyTorch takes as one non-tensor output: its tensors are not tracked "
-        "and backward never runs; return a tuple"
-    )
+    message = "{method} returns a list; return a tuple"
+    forward_message = "{method} returns a list, so backward never runs; return a tuple"
     invalid = (
         """
         class MulFn(torch.autograd.Function):

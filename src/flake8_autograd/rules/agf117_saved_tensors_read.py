@@ -24,17 +24,10 @@ class SavedTensorsReadRule(Rule):
     code = "AGF117"
     applies_to_custom_ops = True
     name = "saved_tensors read where nothing was saved, or used as a tensor"
-    message = (
-        "{method} takes a tensor from ctx.saved_tensors but {saver} saves nothing; "
-        "call ctx.save_for_backward(...) in {saver} with the tensors {method} needs"
-    )
-    partial = (
-        "{method} takes a tensor from ctx.saved_tensors but {saver} can end at line {line} without saving; "
-        "call ctx.save_for_backward(...) on every path of {saver} that returns"
-    )
+    message = "{method} reads ctx.saved_tensors, but {saver} saves nothing; call ctx.save_for_backward there"
+    partial = "{method} reads ctx.saved_tensors, empty if {saver} returns at line {line}; save on every path"
     as_tensor = (
-        "{name} is the tuple ctx.saved_tensors, used as a tensor on line {line}; "
-        "unpack it: `{name}, = ctx.saved_tensors`"
+        "{name} is the tuple ctx.saved_tensors, used as a tensor on line {line}; write `{name}, = ctx.saved_tensors`"
     )
     invalid = (
         """
@@ -105,10 +98,19 @@ class SavedTensorsReadRule(Rule):
         if paths.never_saves:
             # Whatever path ran, the tuple is empty: every read that takes an element fails.
             for read in failing[:1]:
-                yield self.report(reader, read, method=reader.qualname, saver=saver.qualname)
+                yield self.report(reader, read, method=reader.qualname, saver=beside(saver, reader))
             return
         if paths.unsaved_exit is None:
             return
         line, _ = saver.position(paths.unsaved_exit)
         for reached in unconditional(reader, failing)[:1]:
-            yield self.report(reader, reached, self.partial, method=reader.qualname, saver=saver.qualname, line=line)
+            yield self.report(
+                reader, reached, self.partial, method=reader.qualname, saver=beside(saver, reader), line=line
+            )
+
+
+def beside(method: Method, reader: Method) -> str:
+    """How a message that opens with ``reader``'s name names ``method``: by its bare name when both are
+    methods of one class (``forward``), else in full (a base's method, an operator's registered function)."""
+    owner = reader.qualname.rpartition(".")[0]
+    return method.name if owner and method.qualname == f"{owner}.{method.name}" else method.qualname

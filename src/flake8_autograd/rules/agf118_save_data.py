@@ -18,10 +18,7 @@ from .base import Finding, Rule
 class SaveDataRule(Rule):
     code = "AGF118"
     name = "save_for_backward of .data"
-    message = (
-        "{method} saves {value} for backward: .data is not version-checked, so an in-place change before "
-        "backward silently gives a wrong gradient; save {base}.detach()"
-    )
+    message = "{method} saves {value} (not version-checked); save {base}.detach()"
     invalid = (
         """
         class MulFn(torch.autograd.Function):

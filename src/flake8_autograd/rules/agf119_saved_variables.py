@@ -15,10 +15,7 @@ DEPRECATED = "saved_variables"
 class SavedVariablesRule(Rule):
     code = "AGF119"
     name = "deprecated ctx.saved_variables"
-    message = (
-        "{method} reads {ctx}.saved_variables, a deprecated alias that torch.compile cannot trace; "
-        "read {ctx}.saved_tensors"
-    )
+    message = "{method} reads {ctx}.saved_variables (deprecated); read {ctx}.saved_tensors"
     invalid = (
         """
         class SquareFn(torch.autograd.Function):

@@ -20,10 +20,7 @@ from .base import Finding, Rule
 class SharedStorageRule(Rule):
     code = "AGF120"
     name = "per-call tensor kept on the class or in a global"
-    message = (
-        "{method} keeps tensor {value} in {place}, shared by every call: a second call overwrites it before "
-        "the first backward (wrong gradient) and it outlives the graph; save it with ctx.save_for_backward()"
-    )
+    message = "{method} keeps tensor {value} in shared {place}; use ctx.save_for_backward"
     invalid = (
         """
         class Scale(torch.autograd.Function):
@@ -90,7 +87,7 @@ def _shared_stores(method: Method, model: ClassModel, analysis: Analysis) -> Ite
             key = _shared_key(target, model, local, declared_global, dicts)
             if key is None:
                 continue
-            place = f"class attribute {key}" if "." in key else (
+            place = f"class attribute {key.partition('.')[2]}" if "." in key else (
                 f"module dict {key[:-2]}" if key.endswith("[]") else f"global {key}"
             )
             yield _SharedStore(target, node.value, key, place)

@@ -16,10 +16,7 @@ _AFTER_FORWARD = ("backward", "vjp", "jvp")
 class SaveOutsideForwardRule(Rule):
     code = "AGF121"
     name = "ctx.save_for_backward called in backward, vjp or jvp"
-    message = (
-        "{method} calls ctx.save_for_backward(), which does nothing after forward; save the tensors in forward "
-        "(or setup_context), or use them directly here"
-    )
+    message = "{method} calls ctx.save_for_backward, a no-op after forward; call it in {saver}"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):
@@ -54,5 +51,6 @@ class SaveOutsideForwardRule(Rule):
             method = model.own_methods.get(name)
             if method is None or method.node is None or method.ctx_name is None:
                 continue
+            saver = "setup_context" if model.setup_context_style else "forward"
             for call in method.facts.ctx_calls.get("save_for_backward", []):
-                yield self.report(method, call, method=method.qualname)
+                yield self.report(method, call, method=method.qualname, saver=saver)

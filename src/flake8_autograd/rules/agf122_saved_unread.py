@@ -10,6 +10,7 @@ from ..engine.analysis import Analysis
 from ..engine.model import ClassModel
 from ..engine.saved_slots import unread_saves
 from ..engine.walk import short_code
+from .agf117_saved_tensors_read import beside
 from .base import Finding, Rule
 
 
@@ -17,10 +18,7 @@ class SavedUnreadRule(Rule):
     code = "AGF122"
     applies_to_custom_ops = True
     name = "a saved tensor backward never reads"
-    message = (
-        "{method} never reads {names} from ctx.saved_tensors; remove {pronoun} from ctx.save_for_backward "
-        "in {saver}, which keeps {pronoun} alive until backward"
-    )
+    message = "{method} never reads saved {names}; stop saving {pronoun} in {saver}"
     invalid = (
         """
         class Wasteful(torch.autograd.Function):
@@ -63,7 +61,7 @@ class SavedUnreadRule(Rule):
         names = _names(found.save, found.unread)
         yield self.report(
             found.saver, found.unread[0], method=found.reader.qualname, names=names,
-            pronoun="it" if len(found.unread) == 1 else "them", saver=found.saver.qualname,
+            pronoun="it" if len(found.unread) == 1 else "them", saver=beside(found.saver, found.reader),
         )
 
 

@@ -10,16 +10,15 @@ from ..engine.model import ClassModel
 from ..engine.saved_origins import INPUT, caller_tensors
 from .base import Finding, Rule
 
-_WHOSE = {INPUT: "forward's input {source!r}", "output": "the output {source!r} forward returned"}
+_ROLE = {INPUT: "input", "output": "output"}
+# A helper that writes into the tensor is named by its call alone: "in place (helper())".
+_HELPER_WRITE = " writing into its argument"
 
 
 class InPlaceSavedRule(Rule):
     code = "AGF123"
     name = "saved input or output modified in place in backward"
-    message = (
-        "{method} modifies saved tensor {name!r} in place ({how}); it is {whose}, so the caller's tensor "
-        "changes and a second backward fails: compute a new tensor instead ({name} * ..., {name}.clone())"
-    )
+    message = "{method} changes saved {whose} in place ({how}); compute a new tensor ({name} * ...)"
     invalid = (
         """
         class Sigmoid(torch.autograd.Function):
@@ -64,7 +63,11 @@ class InPlaceSavedRule(Rule):
                     continue
                 reported.add(write.root)
                 tensor = held[write.root]
-                whose = _WHOSE[tensor.origin].format(source=tensor.source)
-                yield self.report(
-                    reader, write.node, method=reader.qualname, name=write.root, how=write.describe(), whose=whose
-                )
+                role = _ROLE[tensor.origin]
+                whose = f"{role} {write.root!r}"
+                if tensor.source != write.root:
+                    whose = f"{write.root!r} ({role} {tensor.source!r})"
+                how = write.describe()
+                if write.how.endswith(_HELPER_WRITE):
+                    how = how.replace(_HELPER_WRITE, "", 1)
+                yield self.report(reader, write.node, method=reader.qualname, name=write.root, how=how, whose=whose)

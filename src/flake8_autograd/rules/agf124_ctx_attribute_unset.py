@@ -14,6 +14,7 @@ from ..engine.ctx_attributes import (
 from ..engine.custom_op_model import is_custom_op
 from ..engine.model import ClassModel, Method
 from ..engine.saved_paths import SAVING_CALLS, returns_a_value, unconditional
+from .agf117_saved_tensors_read import beside
 from .base import Finding, Rule
 
 # The methods whose ctx is the graph node forward's ctx became.
@@ -29,18 +30,9 @@ class CtxAttributeUnsetRule(Rule):
     code = "AGF124"
     applies_to_custom_ops = True
     name = "ctx attribute read in backward that forward never sets"
-    message = (
-        "{method} reads ctx.{attribute}, which {setter} never sets (AttributeError at run time); "
-        "set `ctx.{attribute} = ...` in {setter}{hint}"
-    )
-    class_attribute = (
-        "{method} reads ctx.{attribute}, but {attribute} is an attribute of the class {cls}, and ctx is not "
-        "the class (AttributeError at run time); read it as {cls}.{attribute}"
-    )
-    partial = (
-        "{method} reads ctx.{attribute}, but {setter} can reach its return at line {line} without setting it "
-        "(AttributeError at run time); set ctx.{attribute} on every path of {setter}"
-    )
+    message = "{method} reads ctx.{attribute}, which {setter} never sets; set ctx.{attribute} in {setter}{hint}"
+    class_attribute = "{method} reads ctx.{attribute}, a class attribute; read {cls}.{attribute}"
+    partial = "{method} reads ctx.{attribute}, unset if {setter} returns at line {line}; set it on every path"
     invalid = (
         """
         class Scale(torch.autograd.Function):
@@ -133,7 +125,7 @@ class CtxAttributeUnsetRule(Rule):
                 for load in unconditional(reader, reached)[:1]:
                     line, _ = setter.position(exit_)
                     yield self.report(reader, load, self.partial, method=reader.qualname, attribute=attribute,
-                                      setter=setter.qualname, line=line)
+                                      setter=beside(setter, reader), line=line)
 
     def _never_set(
         self, model: ClassModel, setter: Method, reader: Method, attribute: str, load: cst.Attribute,
@@ -143,8 +135,8 @@ class CtxAttributeUnsetRule(Rule):
             return self.report(reader, load, self.class_attribute, method=reader.qualname, attribute=attribute,
                                cls=model.name)
         close = difflib.get_close_matches(attribute, stored, n=1, cutoff=0.75)
-        hint = f" (or read ctx.{close[0]}, which it sets)" if close else ""
-        return self.report(reader, load, method=reader.qualname, attribute=attribute, setter=setter.qualname,
+        hint = f", or read ctx.{close[0]}" if close else ""
+        return self.report(reader, load, method=reader.qualname, attribute=attribute, setter=beside(setter, reader),
                            hint=hint)
 
 

@@ -294,6 +294,36 @@ def test_a_baseline_hides_the_findings_it_records_and_edits_elsewhere_keep_them_
     ]
 
 
+def test_a_baseline_keeps_a_finding_whose_message_names_a_line_hidden_after_edits_above_it(tmp_path: Path) -> None:
+    """AGF101 says "again after line 7": lines added above make it "after line 10", the same finding."""
+    saved_twice = textwrap.dedent(
+        """\
+        import torch
+
+
+        class Twice(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a)
+                ctx.save_for_backward(b)
+                return a * b
+        """
+    )
+    write(tmp_path, {"ops.py": saved_twice})
+    options = ("--select", "AGF101", "--baseline", "baseline.json")
+    assert run(*options, "--write-baseline", ".", cwd=tmp_path).returncode == 0
+    (item,) = json.loads((tmp_path / "baseline.json").read_text(encoding="utf-8"))["findings"]
+    assert "line 7" in item["message"]  # the message as the finding said it
+    write(tmp_path, {"ops.py": '"""Ops."""\n\n# one\n' + saved_twice})
+    assert "line 10" in run("--select", "AGF101", ".", cwd=tmp_path).stdout
+    again = run(*options, ".", cwd=tmp_path)
+    assert (again.returncode, again.stdout) == (0, "")
+    # a second such finding is still new
+    write(tmp_path, {"ops.py": saved_twice + "\n\n" + saved_twice.split("\n\n\n", 1)[1].replace("Twice", "Again")})
+    new = run(*options, ".", cwd=tmp_path)
+    assert new.returncode == 1 and "Again.forward" in new.stdout and "Twice.forward" not in new.stdout
+
+
 def test_a_baseline_applies_to_fix_and_json(tmp_path: Path) -> None:
     write(tmp_path, {"ops.py": MIXED})
     assert run("--preview", "--baseline", "b.json", "--write-baseline", cwd=tmp_path).returncode == 0

@@ -24,6 +24,10 @@ class Finding:
     message: str  # starts with the code
     # The edits that repair this finding, when the rule is certain of them (only while fixes are wanted).
     fix: Optional[Fix] = field(default=None, compare=False, repr=False)
+    # Where the reported code ends (exclusive, same units as line and column), when the rule knows: only
+    # the command asks for it (flake8 has no end positions); neither compared nor sorted on.
+    end_line: Optional[int] = field(default=None, compare=False, repr=False)
+    end_column: Optional[int] = field(default=None, compare=False, repr=False)
 
     @property
     def sort_key(self) -> "tuple[int, int, str]":

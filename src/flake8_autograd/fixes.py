@@ -16,7 +16,7 @@ from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, cast
 from weakref import WeakKeyDictionary
 
 import libcst as cst
@@ -193,6 +193,60 @@ def computing_fixes() -> Iterator[None]:
         yield
     finally:
         _FIXES_WANTED.reset(token)
+
+
+# -- where a finding ends: wanted only by the command --------------------------------------------------
+# flake8 takes a start alone; the command's JSON and SARIF show where the reported code ends too, which
+# costs the same position pass over the class as a fix does.
+_ENDS_WANTED: ContextVar[bool] = ContextVar("flake8_autograd_ends_wanted", default=False)
+
+
+def ends_wanted() -> bool:
+    return _ENDS_WANTED.get()
+
+
+@contextmanager
+def computing_ends() -> Iterator[None]:
+    """Within this block, rules give each finding reported at a node the end of that node's span."""
+    token = _ENDS_WANTED.set(True)
+    try:
+        yield
+    finally:
+        _ENDS_WANTED.reset(token)
+
+
+def node_end(segment: object, node: cst.CSTNode, start: Position) -> Optional[Position]:
+    """Where the code a finding reports ends (exclusive), the finding starting at ``start``; None when
+    it cannot be told for certain.
+
+    ``node`` is what the rule reported at: its span's end, when the span starts where the finding does.
+    A ``def`` or ``class`` (a finding at the statement's first line) ends with its name, on that line.
+    """
+    named = isinstance(node, (cst.FunctionDef, cst.ClassDef))
+    target: cst.CSTNode = node.name if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else node
+    found = locator(cast("Segment", segment)) if isinstance(segment, _segment_type()) else None
+    span = found.span(target) if found is not None else None
+    if span is not None and (span[0][0] == start[0] if named else span[0] == start):
+        return span[1] if span[1] >= start else None
+    lines: Sequence[str] = getattr(segment, "lines", ())
+    if named:  # the name on the finding's line, after the keyword
+        name = target.value if isinstance(target, cst.Name) else ""
+        text = lines[start[0] - 1] if name and 0 < start[0] <= len(lines) else ""
+        at = text.find(name, start[1]) if text else -1
+        return (start[0], at + len(name)) if at >= 0 else None
+    try:
+        code = bare_code(target)
+    except Exception:  # noqa: BLE001 - a node libcst cannot generate alone: no end
+        return None
+    if "\n" in code or "\r" in code:
+        return None
+    return start[0], start[1] + len(code)
+
+
+def _segment_type() -> type:
+    from .engine.source import Segment
+
+    return Segment
 
 
 # -- from libcst nodes to file positions --------------------------------------------------------------

@@ -7,16 +7,18 @@ The file is JSON::
 
 A finding is known by its file (relative to the baseline's folder, with ``/``), its code, its message and
 the text of its line, stripped; never by its line number, so that an edit elsewhere in the file does not
-bring it back. ``count`` is how many such findings the file had: one more is new.
+bring it back. A message that names a line ("after line 12") is compared with its line numbers masked,
+for the same reason. ``count`` is how many such findings the file had: one more is new.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 from typing import Counter as CounterOf
 
 from .runner import Report
@@ -24,8 +26,18 @@ from .runner import Report
 FORMAT_VERSION = 1
 TOOL = "flake8-autograd"
 
-Key = Tuple[str, str, str, str]  # path, code, message, source line
+Key = Tuple[str, str, str, str]  # path, code, message (line numbers masked), source line
 Known = CounterOf[Key]  # how many findings of each key the baseline accepts
+
+
+# "line 12", "lines 12 and 15", "lines 3, 5-7": the numbers an edit above them shifts.
+_LINE_NUMBERS = re.compile(r"\b(lines?) \d+(?:(?:, | and | ?- ?|, and )\d+)*", re.IGNORECASE)
+
+
+def mask_line_numbers(message: str) -> str:
+    """``message`` with the line numbers it names replaced by ``N`` (``after line N``): what identifies a
+    finding across edits elsewhere in its file (the baseline, SARIF's fingerprints)."""
+    return _LINE_NUMBERS.sub(lambda match: f"{match.group(1)} N", message)
 
 
 class BaselineError(Exception):
@@ -37,15 +49,21 @@ def _key(report: Report, folder: Path) -> Key:
         path = os.path.relpath(os.path.abspath(report.path), folder)
     except ValueError:  # another drive (Windows): keep it absolute
         path = os.path.abspath(report.path)
-    return (path.replace(os.sep, "/"), report.code, report.text, report.source)
+    return (path.replace(os.sep, "/"), report.code, mask_line_numbers(report.text), report.source)
 
 
 def write_baseline(file: Path, reports: Sequence[Report]) -> None:
     folder = file.resolve().parent
-    counts = Counter(_key(report, folder) for report in reports)
+    counts: CounterOf[Key] = Counter()
+    messages: Dict[Key, str] = {}  # each key's message as the first of its findings says it
+    for report in reports:
+        key = _key(report, folder)
+        counts[key] += 1
+        messages.setdefault(key, report.text)
     findings = [
-        {"path": path, "code": code, "message": message, "source": source, "count": count}
-        for (path, code, message, source), count in sorted(counts.items())
+        {"path": path, "code": code, "message": messages[(path, code, masked, source)], "source": source,
+         "count": count}
+        for (path, code, masked, source), count in sorted(counts.items())
     ]
     document = {"tool": TOOL, "version": FORMAT_VERSION, "findings": findings}
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
@@ -78,7 +96,7 @@ def read_baseline(file: Path) -> Known:
         path, code, message, source = (value if isinstance(value, str) else None for value in fields)
         if path is None or code is None or message is None or source is None or not isinstance(count, int) or count < 1:
             raise BaselineError(f"{file}: a finding is not path, code, message, source and count: {item!r}")
-        counts[(path, code, message, source)] += count
+        counts[(path, code, mask_line_numbers(message), source)] += count
     return counts
 
 

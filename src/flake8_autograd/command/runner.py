@@ -20,7 +20,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..conventions import CtxNames, TorchVersion
 from ..engine.checker import check_tree, might_define_function
-from ..fixes import Fix, computing_fixes
+from ..fixes import Edit, Fix, computing_ends, computing_fixes
 from ..rules import PREVIEW_RULES, RULES
 from ..rules.base import Finding, Rule
 from ..selection import CODES, PREFIX, PREVIEW_CODES, ineffective_selections, preview_codes_to_run, reported
@@ -40,6 +40,11 @@ class Report:
     fixable: bool  # the finding has a fix (safe: applied by --fix; unsafe: only with --unsafe-fixes)
     unsafe_because: Optional[str] = None  # what an unsafe fix may change; None for a safe one (or none)
     source: str = ""  # the text of the finding's line, stripped (what a baseline matches on)
+    # Where the reported code ends: the line, and the column just after its last character (1-based, as
+    # ``column``; SARIF's endColumn). Without an end the rule knows, the end of the finding's line.
+    end_line: int = 0
+    end_column: int = 0
+    edits: Tuple[Edit, ...] = ()  # the fix's edits, in the file's coordinates (Edit's: columns from 0)
 
     @property
     def applicability(self) -> Optional[str]:
@@ -196,7 +201,8 @@ def lint_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Tuple[
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return [], f"skipped, not valid Python: {_syntax_reason(error)}"
-    with computing_fixes():  # the command always says which findings it could fix
+    # the command always says which findings it could fix, and where each one ends
+    with computing_fixes(), computing_ends():
         findings = check_tree(
             tree, lines, path, options.function_bases, options.rules, ctx_names=options.ctx_names,
             min_torch_version=options.min_torch_version,
@@ -243,8 +249,21 @@ def to_report(path: str, finding: Finding, lines: Optional[Sequence[str]] = None
     # A finding that carries a fix can be repaired by the command; the rules attach fixes themselves.
     fix = finding.fix
     unsafe_because = fix.unsafe_because if fix is not None else None
-    source = lines[finding.line - 1].strip() if lines is not None and 0 < finding.line <= len(lines) else ""
-    return Report(path, finding.line, finding.column + 1, finding.code, text, fix is not None, unsafe_because, source)
+    line_text = lines[finding.line - 1] if lines is not None and 0 < finding.line <= len(lines) else ""
+    end_line, end_column = _end_of(finding, line_text)
+    return Report(
+        path, finding.line, finding.column + 1, finding.code, text, fix is not None, unsafe_because,
+        line_text.strip(), end_line, end_column + 1, fix.edits if fix is not None else (),
+    )
+
+
+def _end_of(finding: Finding, line_text: str) -> Tuple[int, int]:
+    """Where the finding ends (line, 0-based column, exclusive): the rule's end, else its line's end."""
+    if finding.end_line is not None and finding.end_column is not None:
+        end = (finding.end_line, finding.end_column)
+        if end >= (finding.line, finding.column):
+            return end
+    return finding.line, max(len(line_text.rstrip("\r\n")), finding.column)
 
 
 def check_file(path: str, options: CheckOptions) -> Outcome:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional, S
 import libcst as cst
 
 from ..findings import Finding as Finding  # re-exported: what a rule yields is part of what a rule is
-from ..fixes import Fix, fixes_wanted
+from ..fixes import Fix, ends_wanted, fixes_wanted, node_end
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.analysis import Analysis
@@ -58,7 +58,13 @@ class Rule:
         """A finding at ``node`` (default: the ``def`` of ``where``) with the message filled in."""
         line, column = where.position(node)
         text = (template or self.message).format(**fields)
-        return Finding(line, column, self.code, f"{self.code} {text}")
+        finding = Finding(line, column, self.code, f"{self.code} {text}")
+        if not ends_wanted():
+            return finding
+        target = node if node is not None else (where.node if where.node is not None else where.statement)
+        if target is None:
+            target = where.owner.node
+        return _ending(finding, where.owner.segment, target)
 
     def report_in(
         self, model: "ClassModel", node: Optional[cst.CSTNode] = None, template: Optional[str] = None, **fields: Any
@@ -69,7 +75,21 @@ class Rule:
             line, column = model.site.node.lineno, model.site.node.col_offset
         else:
             line, column = model.segment.position(node)
-        return Finding(line, column, self.code, f"{self.code} {text}")
+        finding = Finding(line, column, self.code, f"{self.code} {text}")
+        if not ends_wanted():
+            return finding
+        return _ending(finding, model.segment, node if node is not None else model.node)
+
+
+def _ending(finding: Finding, segment: object, node: cst.CSTNode) -> Finding:
+    """``finding`` with the end of the code it reports, ``node`` (a ``def`` or ``class``: its name), when known."""
+    try:
+        end = node_end(segment, node, (finding.line, finding.column))
+    except Exception:  # noqa: BLE001 - an end that cannot be computed is no end; the finding still stands
+        end = None
+    if end is None:
+        return finding
+    return replace(finding, end_line=end[0], end_column=end[1])
 
 
 class OpRule(Rule):
@@ -85,7 +105,11 @@ class OpRule(Rule):
     def report_at(self, node: ast.AST, template: Optional[str] = None, **fields: Any) -> Finding:
         """A finding at ``node`` of flake8's tree (a def, a parameter, a call) with the message filled in."""
         text = (template or self.message).format(**fields)
-        return Finding(getattr(node, "lineno", 1), getattr(node, "col_offset", 0), self.code, f"{self.code} {text}")
+        line, column = getattr(node, "lineno", 1), getattr(node, "col_offset", 0)
+        end_line, end_column = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or end_line is None:
+            end_line = end_column = None  # the command ends a finding at a def on the def's line
+        return Finding(line, column, self.code, f"{self.code} {text}", end_line=end_line, end_column=end_column)
 
 
 CheckMethod = Callable[[Rule, "ClassModel", "Analysis"], Iterator[Finding]]

@@ -13,28 +13,20 @@ from .base import Finding, Rule
 _AUTOCAST_STATE = frozenset({"_fwd_used_autocast", "_dtype"})
 
 _FORWARD_WITHOUT_BACKWARD = (
-    "{method} is decorated with custom_fwd (no cast_inputs) but {backward} is not decorated with custom_bwd, "
-    "so backward runs outside forward's autocast state; decorate {backward} with custom_bwd too"
+    "{method} has custom_fwd but {backward} has no custom_bwd; add custom_bwd to {backward}"
 )
 _BACKWARD_IN_SETUP_CONTEXT_STYLE = (
-    "{method} is decorated with custom_bwd, which reads the autocast state custom_fwd stores on ctx; a "
-    "setup_context-style forward gets no ctx, so backward raises AttributeError; remove custom_bwd "
-    "(or define forward(ctx, ...) without setup_context)"
+    "{method} has custom_bwd in the setup_context style (forward has no ctx); remove custom_bwd"
 )
 _FORWARD_IN_SETUP_CONTEXT_STYLE = (
-    "{method} is decorated with custom_fwd (no cast_inputs), which stores autocast state on its first "
-    "argument: in the setup_context style that is an input, not ctx, and custom_bwd cannot pair with it; "
-    "pass cast_inputs=... (or define forward(ctx, ...) without setup_context and add custom_bwd)"
+    "{method} has custom_fwd without cast_inputs in the setup_context style; pass cast_inputs=..."
 )
 
 
 class CustomFwdBwdRule(Rule):
     code = "AGF125"
     name = "custom_fwd / custom_bwd not paired, or with setup_context"
-    message = (
-        "{method} is decorated with custom_bwd but {forward} is not decorated with custom_fwd, so backward "
-        "raises AttributeError reading ctx._fwd_used_autocast; decorate {forward} with custom_fwd too"
-    )
+    message = "{method} has custom_bwd but {forward} has no custom_fwd; add custom_fwd to {forward}"
     invalid = (
         """
         class MatMulFn(torch.autograd.Function):
@@ -94,7 +86,7 @@ class CustomFwdBwdRule(Rule):
             return  # an unseen base may define setup_context: which style this is stays unknown
         if backward_amp.custom_bwd is not None and forward_amp.none and backward.owner is model:
             yield self.report(
-                backward, backward_amp.custom_bwd, method=backward.qualname, forward=forward.qualname
+                backward, backward_amp.custom_bwd, method=backward.qualname, forward=_named(forward, model)
             )
         if (
             forward_amp.custom_fwd is not None
@@ -104,7 +96,7 @@ class CustomFwdBwdRule(Rule):
         ):
             yield self.report(
                 forward, forward_amp.custom_fwd, _FORWARD_WITHOUT_BACKWARD,
-                method=forward.qualname, backward=backward.qualname,
+                method=forward.qualname, backward=_named(backward, model),
             )
 
     def _setup_context_style(
@@ -126,6 +118,11 @@ class CustomFwdBwdRule(Rule):
             )
         if found is not None:
             yield found
+
+
+def _named(method: Method, model: ClassModel) -> str:
+    """The method's name, qualified by its class when the class is a base of ``model``."""
+    return method.name if method.owner is model else method.qualname
 
 
 def _sets_autocast_state(model: ClassModel) -> bool:

@@ -35,20 +35,15 @@ class _Inputs:
         return sum(1 for param in self.params if not param.has_default)
 
     def described(self) -> str:
-        count = f"{self.least} to {self.most}" if self.least != self.most else str(self.most)
-        return f"{count} positional input" + ("" if count == "1" else "s")
+        return f"{self.least} to {self.most}" if self.least != self.most else str(self.most)
 
 
 class ApplyArgumentsRule(Rule):
     code = "AGF126"
     name = "apply called with a count of arguments forward cannot take"
-    message = (
-        "{cls}.apply() is called with {given} positional argument{plural} but {forward} takes {taken}, "
-        "so the call raises TypeError; pass {taken}"
-    )
+    message = "{cls}.apply() gets {given} positional argument{plural} but {forward} takes {taken}; pass {taken}"
     keyword_message = (
-        "{cls}.apply() is called with keyword argument{plural} {names}, which apply refuses before torch {since} "
-        "(TypeError on torch {oldest}, the oldest the project supports); pass {them} positionally"
+        "{cls}.apply() gets keyword argument{plural} {names}, refused before torch {since}; pass {them} positionally"
     )
     invalid = (
         """
@@ -96,13 +91,14 @@ class ApplyArgumentsRule(Rule):
         for site in sites:
             named = [name for name in site.keywords if name is not None]  # ``**options`` may be empty
             if named and refusing is not None:
-                yield self._report_keywords(site, lines, cls=model.name, names=named, oldest=refusing)
+                yield self._report_keywords(site, lines, cls=model.name, names=named)
                 continue
             if inputs is None or site.starred or site.keywords:
                 continue  # ``*args`` may hold any count; a keyword may fill a slot
             if inputs.least <= site.positional <= inputs.most:
                 continue
-            yield self._report(site, lines, cls=model.name, forward=forward.qualname, inputs=inputs)
+            shown = forward.name if forward.owner is model else forward.qualname
+            yield self._report(site, lines, cls=model.name, forward=shown, inputs=inputs)
 
     def _report(self, site: ApplySite, lines: Sequence[str], cls: str, forward: str, inputs: _Inputs) -> Finding:
         text = self.message.format(
@@ -112,11 +108,11 @@ class ApplyArgumentsRule(Rule):
         return self._at(site, lines, text)
 
     def _report_keywords(
-        self, site: ApplySite, lines: Sequence[str], cls: str, names: Sequence[str], oldest: TorchVersion
+        self, site: ApplySite, lines: Sequence[str], cls: str, names: Sequence[str]
     ) -> Finding:
         text = self.keyword_message.format(
             cls=cls, plural="" if len(names) == 1 else "s", names=", ".join(repr(name) for name in names),
-            since=APPLY_KEYWORDS_SINCE, oldest=oldest, them="it" if len(names) == 1 else "them",
+            since=APPLY_KEYWORDS_SINCE, them="it" if len(names) == 1 else "them",
         )
         return self._at(site, lines, text)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List
+from typing import Iterator
 
 from ..engine.analysis import Analysis
-from ..engine.differentiable_outputs import describe, differentiable_outputs, names_read
+from ..engine.differentiable_outputs import differentiable_outputs, names_read
 from ..engine.model import ClassModel
 from .base import Finding, Rule
 
@@ -13,11 +13,7 @@ from .base import Finding, Rule
 class UnreadOutputGradientRule(Rule):
     code = "AGF127"
     name = "gradient of a differentiable output never read"
-    message = (
-        "{method} never reads {grads}, the {gradients} of forward's {outputs}, computed from the inputs as "
-        "floating tensors: a loss that uses {those} gets a silently wrong gradient; add the contribution to "
-        "backward, or pass {those} to ctx.mark_non_differentiable in forward"
-    )
+    message = "{method} ignores {grads} ({outputs}); use {them} or mark the {output} non-differentiable"
     invalid = (
         """
         class SinCos(torch.autograd.Function):
@@ -70,14 +66,8 @@ class UnreadOutputGradientRule(Rule):
         yield self.report(
             backward, grads[dropped[0]].node.name,
             method=backward.qualname,
-            grads=_listed([grads[index].name for index in dropped]),
-            gradients="gradients" if many else "gradient",
-            outputs=("outputs " if many else "output ") + _listed(
-                [f"{index + 1} ({describe(outputs.certain[index])})" for index in dropped]
-            ),
-            those="those outputs" if many else "that output",
+            grads=", ".join(grads[index].name for index in dropped),
+            outputs=("outputs " if many else "output ") + ", ".join(str(index + 1) for index in dropped),
+            them="them" if many else "it",
+            output="outputs" if many else "output",
         )
-
-
-def _listed(items: List[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -22,22 +22,12 @@ class SetupContextShapeRule(Rule):
     code = "AGF128"
     applies_to_custom_ops = True
     name = "setup_context's parameters or unpacking of inputs do not match what PyTorch passes"
-    message = (
-        "{method} takes {takes}, but PyTorch calls it with three arguments; define it as "
-        "setup_context(ctx, inputs, output)"
-    )
+    message = "{method} takes {takes}; make it take (ctx, inputs, output)"
     unpack_message = (
-        "{method} unpacks inputs into {names} names, but inputs always holds forward's {count} positional "
-        "inputs (defaults included); unpack {count} names"
+        "{method} unpacks {names} names from inputs, which holds {count} (defaults included); unpack {count} names"
     )
-    keyword_message = (
-        "{method} cannot take the call register_autograd makes for operator {op} ({call}): it {reason}, a "
-        "TypeError at the first call; define it as {method}({expected})"
-    )
-    tuple_message = (
-        "{method} uses '{name}' as a tensor, but it receives the tuple of all of forward's inputs; name it "
-        "inputs and unpack it ({example} = inputs)"
-    )
+    keyword_message = "{method} {reason}; make it take ({expected})"
+    tuple_message = "{method} uses '{name}', the tuple of forward's inputs, as a tensor; unpack it ({example} = inputs)"
     invalid = (
         """
         class MulFn(torch.autograd.Function):
@@ -95,8 +85,8 @@ class SetupContextShapeRule(Rule):
                 yield self.report(method, None, method=method.qualname, takes=mistake.takes)
             elif isinstance(mistake, KeywordMismatch):
                 yield self.report(
-                    method, None, self.keyword_message, method=method.qualname, op=model.name, reason=mistake.reason,
-                    call=", ".join(f"{name}=..." for name in arguments), expected=", ".join(arguments),
+                    method, None, self.keyword_message, method=method.qualname, reason=_short(mistake.reason),
+                    expected=", ".join(arguments),
                 )
             elif isinstance(mistake, InputsUnpackMismatch):
                 yield self.report(
@@ -112,3 +102,18 @@ class SetupContextShapeRule(Rule):
                 yield self.report(
                     method, mistake.node, self.tuple_message, method=method.qualname, name=mistake.name, example=example
                 )
+
+
+# Python's words for a call that does not fit, shortened for the message.
+_SHORTER = (
+    ("got an unexpected keyword argument", "gets unexpected keyword"),
+    ("is missing the required argument", "requires"),
+)
+
+
+def _short(reason: str) -> str:
+    """The mismatch's reason in fewer words."""
+    for words, shorter in _SHORTER:
+        if reason.startswith(words):
+            return shorter + reason[len(words):]
+    return reason

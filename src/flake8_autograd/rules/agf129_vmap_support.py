@@ -16,14 +16,8 @@ from .base import Finding, Rule
 class VmapSupportRule(Rule):
     code = "AGF129"
     name = "vmap support without setup_context, or a vmap without out_dims"
-    message = (
-        "{what} on {cls}, whose forward takes ctx, yet every torch.func transform (vmap, grad, jacrev, ...) "
-        "rejects a Function without setup_context; move the ctx work from forward into setup_context"
-    )
-    returns_message = (
-        "{method} returns {count}; the vmap staticmethod must return a pair (output, out_dims): "
-        "return the output with its out_dims"
-    )
+    message = "{what} needs setup_context; move forward's ctx work into setup_context"
+    returns_message = "{method} returns {count}; return a pair (output, out_dims)"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):
@@ -108,11 +102,11 @@ class VmapSupportRule(Rule):
         flag = model.class_attributes.get("generate_vmap_rule")
         if isinstance(flag, cst.Name) and flag.value == "True":
             statement = model.class_attribute_statements["generate_vmap_rule"]
-            yield self.report_in(model, statement, what="generate_vmap_rule = True is set", cls=model.name)
+            yield self.report_in(model, statement, what=f"generate_vmap_rule = True on {model.name}")
             return  # one finding per class: adding setup_context fixes the vmap staticmethod too
         vmap = model.own_methods.get("vmap")
         if vmap is not None:
-            yield self.report(vmap, what=f"{vmap.qualname} is defined", cls=model.name)
+            yield self.report(vmap, what=vmap.qualname)
 
 
 # Elementwise tensor methods beyond the engine's list, each returning one tensor.

@@ -21,22 +21,10 @@ _OTHER = {"save_for_backward": "save_for_forward", "save_for_forward": "save_for
 class SaveForForwardRule(Rule):
     code = "AGF130"
     name = "ctx.save_for_forward misused"
-    message = (
-        "{method} passes {value}, which is not a tensor, to ctx.save_for_forward; store non-tensors as "
-        "ctx attributes (ctx.name = value)"
-    )
-    twice = (
-        "{method} calls ctx.save_for_forward again after line {first}; the second call replaces the first: "
-        "save every tensor jvp needs in one call"
-    )
-    no_jvp = (
-        "{method} calls ctx.save_for_forward, but {cls} has no jvp, the only method that reads what it saves; "
-        "define jvp or remove the call"
-    )
-    other_saver = (
-        "{method} takes a tensor from ctx.saved_tensors, which there holds only what ctx.{wanted} saved, "
-        "but {saver} calls only ctx.{made}; call ctx.{wanted}(...) in {saver} with the tensors {method} needs"
-    )
+    message = "{method} passes non-tensor {value} to ctx.save_for_forward; make it a ctx attribute"
+    twice = "{method} calls ctx.save_for_forward again after line {first}; save every tensor in one call"
+    no_jvp = "{method} calls ctx.save_for_forward with no jvp to read it; define jvp or remove the call"
+    other_saver = "{method} reads ctx.saved_tensors with no ctx.{wanted} call; add one in {saver}"
     invalid = (
         """
         class ExpFn(torch.autograd.Function):
@@ -110,7 +98,7 @@ class SaveForForwardRule(Rule):
                 line, _ = method.position(earlier)
                 yield self.report(method, later, self.twice, method=method.qualname, first=line)
             if calls and not model.has_unknown_base and model.method("jvp") is None:
-                yield self.report(method, calls[0], self.no_jvp, method=method.qualname, cls=model.name)
+                yield self.report(method, calls[0], self.no_jvp, method=method.qualname)
         yield from self._read_from_other_saver(model, analysis)
 
     def _read_from_other_saver(self, model: ClassModel, analysis: Analysis) -> Iterator[Finding]:
@@ -132,6 +120,6 @@ class SaveForForwardRule(Rule):
             failing = failing_saved_reads(reader)
             for read in (failing or [])[:1]:
                 yield self.report(
-                    reader, read, self.other_saver, method=reader.qualname, wanted=wanted, saver=saver.qualname,
-                    made=_OTHER[wanted],
+                    reader, read, self.other_saver, method=reader.qualname, wanted=wanted,
+                    saver=saver.name if saver.owner is model else saver.qualname,
                 )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING, Iterator, List
 
 from ..engine.names import ast_dotted
-from ..engine.op_facts import binding_error, op_calls, parameter_names
+from ..engine.op_facts import binding_error, op_calls
 from .base import Finding, OpRule
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -17,10 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class FakeSignatureRule(OpRule):
     code = "AGF131"
     name = "a register_fake function whose parameters cannot take the arguments of the op"
-    message = (
-        "the fake implementation {fake} of op {op} cannot be called as {call}: {why} (a TypeError under "
-        "torch.compile and fake tensors; eager calls never run it); give it the op's parameters {params}"
-    )
+    message = "the fake implementation {fake} of op {op} {why}; make it take {params}"
     invalid = (
         """
         @torch.library.custom_op("example::scaled_add", mutates_args=())
@@ -48,7 +46,6 @@ class FakeSignatureRule(OpRule):
         calls = op_calls(op.function)
         if calls is None:
             return
-        names = parameter_names(op.function)
         for fake in op.fakes:
             if _wrapped(fake, op):
                 continue  # another decorator: torch receives what it returns, whose signature is unseen
@@ -56,7 +53,7 @@ class FakeSignatureRule(OpRule):
                 why = binding_error(fake, call)
                 if why is not None:
                     yield self.report_at(
-                        fake, fake=f"'{fake.name}'", op=f"'{op.name}'", call=call.describe(names), why=why,
+                        fake, fake=f"'{fake.name}'", op=f"'{op.name}'", why=_short(why),
                         params=f"({', '.join(_signature(op.function))})",
                     )
                     break
@@ -87,3 +84,23 @@ def _signature(function: ast.FunctionDef) -> List[str]:
             for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults)
         )
     return shown
+
+
+# Python's words for a call that does not fit (after "it "), shortened for the message.
+_SHORTER = (
+    (re.compile(r"takes (.+) but (\d+) (?:is|are) given"), r"takes \1, not \2"),
+    (re.compile(r"gets multiple values for argument "), "gets two values for "),
+    (re.compile(r"gets an unexpected keyword argument "), "gets unexpected keyword "),
+    (re.compile(r"is missing the required positional argument "), "requires "),
+    (re.compile(r"is missing the required keyword-only argument "), "requires keyword "),
+)
+
+
+def _short(why: str) -> str:
+    """``binding_error``'s reason without its "it", in fewer words."""
+    why = why[3:] if why.startswith("it ") else why
+    for pattern, replacement in _SHORTER:
+        shorter, count = pattern.subn(replacement, why, count=1)
+        if count:
+            return shorter
+    return why

@@ -19,16 +19,10 @@ class UndeclaredMutationRule(OpRule):
         "a custom op writes in place to an argument mutates_args does not list, or gets register_autograd "
         "while it mutates"
     )
-    message = (
-        "op {op} writes to its argument '{name}' in place ({how}), but mutates_args does not list it: the "
-        "schema says '{name}' is left unchanged, which torch leaves undefined and torch.library.opcheck reports "
-        "('Argument {name} is not defined as mutable but was mutated'); add '{name}' to mutates_args, or write "
-        "to a copy"
-    )
+    message = "op {op} writes '{name}' in place ({how}); list it in mutates_args or write to a copy"
     register_autograd_message = (
-        "register_autograd on op {op}, which mutates {mutated}: PyTorch raises 'Cannot register autograd "
-        "formula for non-functional operator' here, at registration; give the autograd formula to a "
-        "functional op (one that returns new tensors and lists nothing in mutates_args)"
+        "register_autograd on op {op}, which mutates {mutated}, raises; give the formula to a functional op "
+        "(mutates_args=())"
     )
     invalid = (
         """

@@ -17,11 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class ReturnsInputRule(OpRule):
     code = "AGF133"
     name = "a custom op returns one of its tensor arguments, or a view of one"
-    message = (
-        "op {op} returns {what}, which shares storage with its argument '{name}': every call raises "
-        "'The output of this custom operator (1) must not also be an input to this custom operator and (2) may "
-        "not alias any inputs'; return a new tensor ({name}.clone(), or the result written to a fresh one)"
-    )
+    message = "op {op} returns {what}; return a new tensor ({clone})"
     invalid = (
         """
         @torch.library.custom_op("example::flatten_rows", mutates_args=())
@@ -53,8 +49,10 @@ class ReturnsInputRule(OpRule):
             for value in values:
                 name = finder.aliased(value)
                 if name is not None:
-                    what = f"'{name}' itself" if isinstance(value, ast.Name) and value.id == name else (
-                        f"'{ast.unparse(value)}'"
-                    )
-                    yield self.report_at(value, op=f"'{op.name}'", what=what, name=name)
+                    if isinstance(value, ast.Name) and value.id == name:
+                        what = f"its argument '{name}'"
+                    else:
+                        what = f"'{ast.unparse(value)}', an alias of '{name}'"
+                    clone = f"{value.id}.clone()" if isinstance(value, ast.Name) else "add .clone()"
+                    yield self.report_at(value, op=f"'{op.name}'", what=what, clone=clone)
                     break

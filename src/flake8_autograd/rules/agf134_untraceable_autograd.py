@@ -18,29 +18,14 @@ class UntraceableAutogradRule(OpRule):
     code = "AGF134"
     name = "a register_autograd backward or setup_context calls data_ptr() or reads or writes global state"
     message = (
-        "{role} {function} of op {op} calls .data_ptr(): under torch.compile it runs on fake tensors and "
-        "raises 'Cannot access data pointer of Tensor'; compare tensors, not addresses, or move the "
-        "pointer work into a custom op of its own"
+        "{role} {function} of op {op} calls .data_ptr() (raises under torch.compile); compare tensors instead"
     )
-    global_write_message = (
-        "{role} {function} of op {op} assigns the global '{name}': under torch.compile it runs once, "
-        "when the graph is traced, not at every call; keep per-call state on ctx"
-    )
+    global_write_message = "{role} {function} of op {op} assigns the global '{name}'; keep per-call state on ctx"
     global_read_message = (
-        "{role} {function} of op {op} reads the global '{name}', which {writer} assigns: under "
-        "torch.compile its value when the graph was traced is kept for every later call; pass it to the "
-        "op as an argument and keep it on ctx"
+        "{role} {function} of op {op} reads global '{name}', set by {writer}; pass it as an op argument"
     )
-    state_read_message = (
-        "{role} {function} of op {op} reads the module's {kind} '{name}' ({use}): under torch.compile it runs "
-        "when the graph is traced, and the value it read then is kept for every later call; pass the value to "
-        "the op as an argument and keep it on ctx"
-    )
-    state_write_message = (
-        "{role} {function} of op {op} writes the module's {kind} '{name}' ({use}): under torch.compile it runs "
-        "only while the graph is traced, not at every call, so the write does not follow the calls; keep "
-        "per-call state on ctx"
-    )
+    state_read_message = "{role} {function} of op {op} reads {kind} '{name}'; pass the value as an op argument"
+    state_write_message = "{role} {function} of op {op} writes {kind} '{name}'; keep per-call state on ctx"
     invalid = (
         """
         @torch.library.custom_op("example::double", mutates_args=())
@@ -97,7 +82,7 @@ class UntraceableAutogradRule(OpRule):
                 if use.name not in reported:  # the first use of each holder in the function
                     reported.add(use.name)
                     template = self.state_write_message if use.written else self.state_read_message
-                    yield self.report_at(use.node, template, name=use.name, kind=use.kind, use=use.use, **fields)
+                    yield self.report_at(use.node, template, name=use.name, kind=use.kind, **fields)
 
 
 def _data_ptr_calls(function: ast.FunctionDef) -> List[ast.Call]:

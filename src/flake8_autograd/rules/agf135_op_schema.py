@@ -14,55 +14,32 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine.analysis import Analysis
     from ..engine.custom_ops import CustomOpSite
 
-_PARAMETER_TYPES = (
-    "Tensor, int, float, bool, str, dtype, device, Optional of one, or a list of Tensor, int, float or bool"
-)
+_PARAMETER_TYPES = "Tensor, int, float, bool, str, ..."
 # Default values torch cannot write in a schema (it takes None, numbers, bools, strings, dtypes, devices).
 _CONTAINER_LITERALS = {
     ast.Tuple: "tuple", ast.List: "list", ast.Dict: "dict", ast.Set: "set", ast.ListComp: "list",
     ast.DictComp: "dict", ast.SetComp: "set",
 }
-_RETURN_TYPES = "Tensor, list[Tensor], int, float, bool, a tuple of these, or None"
+_RETURN_TYPES = "Tensor, list[Tensor], int, a tuple of these, ..."
 
 
 class OpSchemaRule(OpRule):
     code = "AGF135"
     name = "a custom op whose signature torch cannot turn into a schema (raises at decoration)"
-    message = (
-        "op {op}: parameter '{name}' has no type annotation: custom_op infers the op's schema from the "
-        "annotations and raises at import, 'infer_schema(func): Parameter {name} must have a type annotation'; "
-        "annotate it ({types})"
-    )
-    unsupported_parameter_message = (
-        "op {op}: parameter '{name}' is annotated {annotation}, which has no schema type: custom_op raises at "
-        "import, 'infer_schema(func): Parameter {name} has unsupported type ...'; {advice}"
-    )
+    message = "op {op}: parameter '{name}' has no type annotation; annotate it ({types})"
+    unsupported_parameter_message = "op {op}: parameter '{name}' has unsupported type {annotation}; {advice}"
     parameter_kind_message = (
-        "op {op}: {what} '{name}': custom_op raises at import, 'infer_schema(func): We do not support "
-        "positional-only args, varargs, or varkwargs.'; give the op named parameters, one per input"
+        "op {op}: {what} '{name}' is not supported; give the op named parameters, one per input"
     )
     default_message = (
-        "op {op}: parameter '{name}' defaults to a {kind}: custom_op raises at import, 'infer_schema(func): "
-        "Parameter {name} has an unsupported default value type ...'; default to None (or a number, bool, "
-        "string, dtype or device) and build the {kind} in the body"
+        "op {op}: parameter '{name}' defaults to a {kind}; default to None and build the {kind} in the body"
     )
-    no_return_message = (
-        "op {op} has no return annotation: custom_op raises at import, 'infer_schema(func): No return type "
-        "annotation was provided. Please add one.'; annotate it ({types})"
-    )
-    unsupported_return_message = (
-        "op {op} returns {annotation}, which has no schema type: custom_op raises at import, "
-        "'infer_schema(func): Return has unsupported type ...'; return {types}"
-    )
+    no_return_message = "op {op} has no return annotation; annotate it ({types})"
+    unsupported_return_message = "op {op} returns unsupported type {annotation}; return {types}"
     no_mutates_message = (
-        "custom_op {op} is made without mutates_args: it raises at import, \"custom_op() missing 1 required "
-        "keyword-only argument: 'mutates_args'\"; pass mutates_args=() when the op writes none of its arguments"
+        "custom_op {op} is made without mutates_args; pass mutates_args=() if the op writes no argument"
     )
-    keyword_tensor_message = (
-        "op {op}: keyword-only parameter '{name}' holds tensors: custom_op raises at import, "
-        "'NotImplementedError: custom_op with kwarg-only Tensor args. Please make your tensors not kwarg-only.'; "
-        "move it before the '*'"
-    )
+    keyword_tensor_message = "op {op}: keyword-only parameter '{name}' holds tensors; move it before the '*'"
     invalid = (
         """
         @torch.library.custom_op("example::scale", mutates_args=())

@@ -95,7 +95,9 @@ class Write:
     through: Optional[str] = None  # the alias written (``k``, ``x[0]``), or the helper; None: the name itself
 
     def describe(self) -> str:
-        return self.how if self.through is None else f"{self.how} through {self.through}"
+        """The write for a message: ``.mul_()``, ``out= via x[0]``, ``helper()`` (a helper writing into its
+        argument)."""
+        return self.how if self.through is None else f"{self.how} via {self.through}"
 
 
 class _Scope:
@@ -200,7 +202,7 @@ class _Scope:
             root = self.alias_root(argument)
             if root is not None:
                 through = short_code(argument) if not _names(argument, root) else None
-                yield Write(root, call, f"{helper}() writing into its argument", through)
+                yield Write(root, call, f"{helper}()", through)
 
 
 def _torch_call(node: cst.CSTNode, imports: ImportTable) -> bool:

@@ -161,30 +161,31 @@ def op_calls(function: ast.FunctionDef) -> Optional[List[OpCall]]:
 
 
 def binding_error(function: ast.FunctionDef, call: OpCall) -> Optional[str]:
-    """Why ``function`` cannot be called with ``call``'s arguments (Python's binding rules); None if it can."""
+    """Why ``function`` cannot be called with ``call``'s arguments (Python's binding rules), in a few words
+    for a message ("takes 2 positional arguments, not 3"); None if it can."""
     arguments = function.args
     positional = arguments.posonlyargs + arguments.args
     first_default = len(positional) - len(arguments.defaults)
     if call.positional > len(positional) and arguments.vararg is None:
-        return f"it takes {_count(len(positional), 'positional argument')} but {call.positional} are given"
+        return f"takes {_count(len(positional), 'positional argument')}, not {call.positional}"
     bound = {arg.arg for arg in positional[: call.positional]}
     keyword_names = {arg.arg for arg in arguments.args[max(call.positional - len(arguments.posonlyargs), 0):]}
     keyword_names.update(arg.arg for arg in arguments.kwonlyargs)
     for name in call.keywords:
         if name in bound:
-            return f"it gets multiple values for argument '{name}'"
+            return f"gets two values for '{name}'"
         if name in keyword_names:
             bound.add(name)
         elif arguments.kwarg is None:
-            return f"it gets an unexpected keyword argument '{name}'"
+            return f"gets unexpected keyword '{name}'"
     for index, arg in enumerate(positional):
         if index >= first_default:
             break
         if arg.arg not in bound:
-            return f"it is missing the required positional argument '{arg.arg}'"
+            return f"requires '{arg.arg}'"
     for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
         if default is None and arg.arg not in bound:
-            return f"it is missing the required keyword-only argument '{arg.arg}'"
+            return f"requires keyword '{arg.arg}'"
     return None
 
 

@@ -52,7 +52,7 @@ class KeywordMismatch:
     """The parameters cannot take the keyword arguments torch.library passes: a TypeError at the first call."""
 
     node: cst.CSTNode  # the ``def``
-    reason: str  # as Python words it: "got an unexpected keyword argument 'inputs'", ...
+    reason: str  # Python's complaint in a few words: "gets unexpected keyword 'inputs'", ...
 
 
 SetupContextMistake = Union[ParameterMismatch, KeywordMismatch, InputsUnpackMismatch, InputsUsedAsTensor]
@@ -118,13 +118,13 @@ def keyword_mismatch(node: cst.FunctionDef, arguments: Sequence[str]) -> Optiona
         name = unexpected[0]
         reason = (
             f"takes '{name}' positional-only, but it is passed by keyword" if name in positional_only
-            else f"got an unexpected keyword argument '{name}'"
+            else f"gets unexpected keyword '{name}'"
         )
     else:
         passed = by_keyword & set(arguments)
         missing = [param.name for param in everyone if not param.has_default and param.name not in passed]
         if missing:
-            reason = f"is missing the required argument '{missing[0]}'"
+            reason = f"requires '{missing[0]}'"
     return KeywordMismatch(node, reason) if reason is not None else None
 
 

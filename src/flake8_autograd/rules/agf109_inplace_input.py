@@ -69,7 +69,7 @@ class InPlaceInputRule(Rule):
             if _is_buffer(model, forward, analysis, index, write.root):
                 continue
             reported.add(write.root)
-            yield self.report(forward, write.node, method=forward.qualname, input=write.root, how=short_how(write))
+            yield self.report(forward, write.node, method=forward.qualname, input=write.root, how=write.describe())
 
 
 # ``x.set_(y)`` makes x share y's storage: a deliberate aliasing idiom (the input is typically a leaf
@@ -126,10 +126,3 @@ def _marked_dirty(model: ClassModel, forward: Method) -> "Set[str] | None":
     if model.setup_context_style and method.facts.ctx_calls.get("mark_dirty"):
         return None  # names in setup_context are its own; trust that it marks the right ones
     return names
-
-
-def short_how(write: Write) -> str:
-    """The write for a message (AGF109, AGF110): ``.mul_()``, ``out= via x[0]``, ``helper()`` for a helper
-    writing into its argument."""
-    how = write.how.replace(" writing into its argument", "")
-    return how if write.through is None else f"{how} via {write.through}"

@@ -7,7 +7,6 @@ from typing import Iterator, Set
 from ..engine.aliases import method_writes
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel
-from .agf109_inplace_input import short_how
 from .base import Finding, Rule
 
 
@@ -53,4 +52,4 @@ class InPlaceGradRule(Rule):
                 if write.root not in grads or write.root in reported:
                     continue
                 reported.add(write.root)
-                yield self.report(method, write.node, method=method.qualname, grad=write.root, how=short_how(write))
+                yield self.report(method, write.node, method=method.qualname, grad=write.root, how=write.describe())

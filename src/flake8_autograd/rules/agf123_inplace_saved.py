@@ -12,7 +12,6 @@ from .base import Finding, Rule
 
 _ROLE = {INPUT: "input", "output": "output"}
 # A helper that writes into the tensor is named by its call alone: "in place (helper())".
-_HELPER_WRITE = " writing into its argument"
 
 
 class InPlaceSavedRule(Rule):
@@ -68,6 +67,4 @@ class InPlaceSavedRule(Rule):
                 if tensor.source != write.root:
                     whose = f"{write.root!r} ({role} {tensor.source!r})"
                 how = write.describe()
-                if write.how.endswith(_HELPER_WRITE):
-                    how = how.replace(_HELPER_WRITE, "", 1)
                 yield self.report(reader, write.node, method=reader.qualname, name=write.root, how=how, whose=whose)

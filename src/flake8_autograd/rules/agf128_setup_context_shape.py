@@ -85,7 +85,7 @@ class SetupContextShapeRule(Rule):
                 yield self.report(method, None, method=method.qualname, takes=mistake.takes)
             elif isinstance(mistake, KeywordMismatch):
                 yield self.report(
-                    method, None, self.keyword_message, method=method.qualname, reason=_short(mistake.reason),
+                    method, None, self.keyword_message, method=method.qualname, reason=mistake.reason,
                     expected=", ".join(arguments),
                 )
             elif isinstance(mistake, InputsUnpackMismatch):
@@ -102,18 +102,3 @@ class SetupContextShapeRule(Rule):
                 yield self.report(
                     method, mistake.node, self.tuple_message, method=method.qualname, name=mistake.name, example=example
                 )
-
-
-# Python's words for a call that does not fit, shortened for the message.
-_SHORTER = (
-    ("got an unexpected keyword argument", "gets unexpected keyword"),
-    ("is missing the required argument", "requires"),
-)
-
-
-def _short(reason: str) -> str:
-    """The mismatch's reason in fewer words."""
-    for words, shorter in _SHORTER:
-        if reason.startswith(words):
-            return shorter + reason[len(words):]
-    return reason

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import TYPE_CHECKING, Iterator, List
 
 from ..engine.names import ast_dotted
@@ -53,7 +52,7 @@ class FakeSignatureRule(OpRule):
                 why = binding_error(fake, call)
                 if why is not None:
                     yield self.report_at(
-                        fake, fake=f"'{fake.name}'", op=f"'{op.name}'", why=_short(why),
+                        fake, fake=f"'{fake.name}'", op=f"'{op.name}'", why=why,
                         params=f"({', '.join(_signature(op.function))})",
                     )
                     break
@@ -84,23 +83,3 @@ def _signature(function: ast.FunctionDef) -> List[str]:
             for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults)
         )
     return shown
-
-
-# Python's words for a call that does not fit (after "it "), shortened for the message.
-_SHORTER = (
-    (re.compile(r"takes (.+) but (\d+) (?:is|are) given"), r"takes \1, not \2"),
-    (re.compile(r"gets multiple values for argument "), "gets two values for "),
-    (re.compile(r"gets an unexpected keyword argument "), "gets unexpected keyword "),
-    (re.compile(r"is missing the required positional argument "), "requires "),
-    (re.compile(r"is missing the required keyword-only argument "), "requires keyword "),
-)
-
-
-def _short(why: str) -> str:
-    """``binding_error``'s reason without its "it", in fewer words."""
-    why = why[3:] if why.startswith("it ") else why
-    for pattern, replacement in _SHORTER:
-        shorter, count = pattern.subn(replacement, why, count=1)
-        if count:
-            return shorter
-    return why

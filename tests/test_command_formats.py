@@ -185,7 +185,7 @@ def test_github_annotations_escape_what_the_runner_would_misread(tmp_path: Path)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert len(lines) == 3
-    assert lines[0].startswith("::error file=a%2Cb%3Ac%25.py,line=7,col=9,title=AGF003::Mod.forward stores tensor ")
+    assert lines[0].startswith("::error file=a%2Cb%3Ac%25.py,line=7,col=9,title=AGF003::Mod.forward keeps tensor ")
     assert "'x %25 2'" in lines[0]
     assert lines[1] == (
         "::error file=scale.py,line=5,col=5,title=AGF001::Scale.forward is not a @staticmethod; add @staticmethod"
@@ -193,7 +193,7 @@ def test_github_annotations_escape_what_the_runner_would_misread(tmp_path: Path)
     # A comma in the message stays: only the properties escape it.
     assert lines[2] == (
         "::error file=scale.py,line=10,col=5,title=AGF005::Scale.backward always computes gradients for x, y; "
-        "guard each with ctx.needs_input_grad[i]"
+        "check ctx.needs_input_grad first"
     )
 
 

@@ -97,7 +97,11 @@ def reports(tmp_path: Path) -> Path:
 def test_json_gives_each_fix_its_applicability_and_reason(reports: Path) -> None:
     items = json.loads(run("--preview", "--format", "json", "ops.py", cwd=reports).stdout)
     fixes = {item["code"]: item["fix"] for item in items}
-    assert fixes["AGF002"] == {"applicability": "safe", "unsafe_because": None}
+    assert {key: fixes["AGF002"][key] for key in ("applicability", "unsafe_because")} == {
+        "applicability": "safe",
+        "unsafe_because": None,
+    }
+    assert fixes["AGF002"]["edits"]  # what the fix writes (tests/test_command_formats.py checks it applies)
     assert fixes["AGF003"]["applicability"] == "unsafe"
     assert "retain_graph=True" in fixes["AGF003"]["unsafe_because"]
     assert all(item["fixable"] for item in items)

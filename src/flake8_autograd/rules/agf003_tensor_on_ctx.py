@@ -24,7 +24,7 @@ class TensorOnCtxRule(Rule):
     code = "AGF003"
     applies_to_custom_ops = True
     name = "tensor stored on ctx instead of save_for_backward"
-    message = "{method} stores tensor {value} as ctx.{attribute}; save it with ctx.save_for_backward"
+    message = "{method} keeps tensor {value} on ctx.{attribute}; use ctx.save_for_backward"
     invalid = (
         """
         class MyFn(torch.autograd.Function):

@@ -12,7 +12,7 @@ from ..engine.custom_op_model import is_custom_op
 from ..engine.model import ClassModel, ForwardInputs, Method, forward_inputs, return_index
 from ..engine.tensors import Kind, annotation_kind
 from ..fixes import Edit, Fix, locator
-from .base import Finding, Rule
+from .base import Finding, Rule, listed
 
 
 def _plural(count: int, word: str) -> str:
@@ -109,7 +109,7 @@ class GradientCountRule(Rule):
             method=qualname,
             returned=returned,
             inputs=_plural(inputs.total, "input"),
-            names=", ".join(inputs.names) or "none",
+            names=listed(inputs.names) or "none",
         )
         if is_custom_op(model):
             # The dispatcher drops trailing arguments left at their defaults before autograd counts: fewer

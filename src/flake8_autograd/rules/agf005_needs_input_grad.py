@@ -12,14 +12,14 @@ from ..engine.provenance import Computation, Provenance
 from ..engine.tensors import Kind
 from ..engine.tied_inputs import apply_call_sources, tied
 from ..engine.walk import walk
-from .base import Finding, Rule
+from .base import Finding, Rule, listed
 
 
 class NeedsInputGradRule(Rule):
     code = "AGF005"
     applies_to_custom_ops = True
     name = "needs_input_grad not consulted"
-    message = "{method} always computes gradients for {inputs}; guard each with ctx.needs_input_grad[i]"
+    message = "{method} always computes gradients for {inputs}; check ctx.needs_input_grad first"
     invalid = (
         """
         class MulFn(torch.autograd.Function):
@@ -93,7 +93,7 @@ class NeedsInputGradRule(Rule):
             groups = provenance.separate_groups(slot_producers) if len(computed) >= 2 else []
             if len(groups) >= 2 and _untied_count(groups, positions, model, analysis) >= 2:
                 if not any(_checks_whether_inputs_need_grad(base) for base in model.mro):
-                    yield self.report(method, method=method.qualname, inputs=", ".join(computed))
+                    yield self.report(method, method=method.qualname, inputs=listed(computed))
                 return
 
 

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..engine.analysis import Analysis
 from ..engine.model import ClassModel, forward_inputs
-from .base import Finding, Rule
+from .base import Finding, Rule, listed
 
 
 class NeedsInputGradIndexRule(Rule):
@@ -61,5 +61,5 @@ class NeedsInputGradIndexRule(Rule):
                     yield self.report(
                         method, subscript.node, method=method.qualname, index=subscript.index,
                         inputs=f"{inputs.total} input" + ("s" if inputs.total != 1 else ""),
-                        names=", ".join(inputs.names), last=inputs.total - 1,
+                        names=listed(inputs.names), last=inputs.total - 1,
                     )

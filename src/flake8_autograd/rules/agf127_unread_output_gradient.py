@@ -7,7 +7,7 @@ from typing import Iterator
 from ..engine.analysis import Analysis
 from ..engine.differentiable_outputs import differentiable_outputs, names_read
 from ..engine.model import ClassModel
-from .base import Finding, Rule
+from .base import Finding, Rule, listed
 
 
 class UnreadOutputGradientRule(Rule):
@@ -66,7 +66,7 @@ class UnreadOutputGradientRule(Rule):
         yield self.report(
             backward, grads[dropped[0]].node.name,
             method=backward.qualname,
-            grads=", ".join(grads[index].name for index in dropped),
+            grads=listed([grads[index].name for index in dropped]),
             outputs=("outputs " if many else "output ") + ", ".join(str(index + 1) for index in dropped),
             them="them" if many else "it",
             output="outputs" if many else "output",

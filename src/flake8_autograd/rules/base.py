@@ -138,3 +138,11 @@ def _try_fix(rule: Rule, finding: Finding, model: "ClassModel", analysis: "Analy
     if fix is None or not fix.edits:
         return None
     return fix
+
+
+def listed(names: Sequence[str], limit: int = 4) -> str:
+    """``names`` for a message, the first few of a long list: ``a, b, c, ... (9 more)`` (a message stays
+    one line however many inputs a Function takes)."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[: limit - 1]) + f", ... ({len(names) - limit + 1} more)"

@@ -51,9 +51,9 @@ def direct_calls_module(calls: int, call: str) -> str:
 
 def section_fixes(counts: Sequence[int]) -> Dict[str, Any]:
     """Per fix and per call, at each count: a flat row means linear time."""
-    fixer: Any = importlib.import_module("flake8_autograd.command.fixer")
-    patch: Any = importlib.import_module("flake8_autograd.command.patch")
-    runner: Any = importlib.import_module("flake8_autograd.command.runner")
+    fixer: Any = importlib.import_module("flake8_autograd.adapters.command.fixer")
+    patch: Any = importlib.import_module("flake8_autograd.adapters.command.patch")
+    runner: Any = importlib.import_module("flake8_autograd.adapters.command.runner")
     preview = runner.CheckOptions(preview=True)
     plugin_preview = checker_runner(True)
 

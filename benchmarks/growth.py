@@ -136,9 +136,9 @@ def runners() -> Dict[str, Callable[[str, ast.Module], int]]:
     """Each run on a generated text (and its ``ast`` tree, which flake8 makes before it calls the plugin,
     so not timed), called as flake8 and the command call the engine; each gives how many findings (for
     --diff, fixes) it made, so that a run that finds nothing stands out."""
-    runner: Any = importlib.import_module("flake8_autograd.command.runner")
-    fixer: Any = importlib.import_module("flake8_autograd.command.fixer")
-    patch: Any = importlib.import_module("flake8_autograd.command.patch")
+    runner: Any = importlib.import_module("flake8_autograd.adapters.command.runner")
+    fixer: Any = importlib.import_module("flake8_autograd.adapters.command.fixer")
+    patch: Any = importlib.import_module("flake8_autograd.adapters.command.patch")
     options = runner.CheckOptions(preview=True)
     every_fix = runner.CheckOptions(preview=True, unsafe_fixes=True)  # AGF003's fix is unsafe: apply it too
     plugin = checker_runner(True)

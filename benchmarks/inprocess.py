@@ -21,7 +21,7 @@ DENSE_SHARE = 0.5
 
 def checker_runner(preview: bool) -> Callable[[ast.Module, List[str], str], List[Any]]:
     """The plugin's entry point as flake8 calls it: options parsed once, then one checker per file."""
-    plugin = importlib.import_module("flake8_autograd.plugin")
+    plugin = importlib.import_module("flake8_autograd.adapters.flake8_plugin")
     checker_class: Any = plugin.AutogradChecker
 
     options = argparse.Namespace(autograd_preview=preview, autograd_function_bases=[])
@@ -74,7 +74,7 @@ class FunctionFile:
 
 def function_files(corpus: Path) -> List[FunctionFile]:
     """Files of the corpus holding Function classes, found with the plugin's own discovery."""
-    discovery: Any = importlib.import_module("flake8_autograd.engine.discovery")
+    discovery: Any = importlib.import_module("flake8_autograd.engine.discovery.functions")
     found: List[FunctionFile] = []
     for path, text in readable_sources(corpus):
         if "Function" not in text:

@@ -288,7 +288,7 @@ if any(point.name == "AGF" for point in group):
     # flake8 imports the plugin when it starts: import it first, timed, so that it can be wrapped.
     state["inside"] = True
     started = clock()
-    from flake8_autograd.plugin import AutogradChecker
+    from flake8_autograd.adapters.flake8_plugin import AutogradChecker
     state["plugin"] += clock() - started
     state["inside"] = False
     original = AutogradChecker.run
@@ -396,6 +396,11 @@ def sample_label(sample: int, files: int) -> str:
 
 
 def has_cli(venv: Path) -> bool:
-    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('flake8_autograd.cli') is None)"
+    # The command's module by this layout's name or an earlier one's.
+    probe = (
+        "import importlib.util as u, sys; "
+        "sys.exit(u.find_spec('flake8_autograd.adapters.command.main') is None "
+        "and u.find_spec('flake8_autograd.cli') is None)"
+    )
     result = subprocess.run([str(venv_bin(venv, "python")), "-c", probe], capture_output=True, env=child_env())
     return result.returncode == 0 and venv_bin(venv, "flake8-autograd").exists()

@@ -326,7 +326,7 @@ import ast, importlib, sys
 sys.path.insert(0, sys.argv[3])
 from benchmarks.inprocess import checker_runner
 from benchmarks.scaling import generated_module
-importlib.import_module("flake8_autograd.engine.class_checks")
+importlib.import_module("flake8_autograd.checking.class_checks")
 source = generated_module(int(sys.argv[1]))
 lines = source.splitlines(keepends=True)
 tree = ast.parse(source)

@@ -17,7 +17,7 @@ from typing import Dict, Iterator, List, Sequence, Set, Tuple
 
 import pytest
 
-from flake8_autograd.engine.checker import check_module
+from flake8_autograd.checking.checker import check_module
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding
 

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
-from flake8_autograd.engine.checker import INTERNAL_ERROR, check_module, might_define_function
-from flake8_autograd.engine.discovery import Discovery
+from flake8_autograd.checking.checker import INTERNAL_ERROR, check_module, might_define_function
+from flake8_autograd.engine.discovery.functions import Discovery
 from flake8_autograd.rules import PREVIEW_RULES, RULES, Rule
 
 SKIPPED_DIRECTORIES = frozenset({"__pycache__", ".git", ".tox", ".hg", ".mypy_cache"})
@@ -146,8 +146,8 @@ def check_file(path: str, core_only: bool = False) -> FileResult:
 
 def explain(path: str, core_only: bool = False) -> List[str]:
     """Tracebacks of every failure in ``path``, from the engine pieces run without check_module's net."""
-    from flake8_autograd.engine.analysis import Analysis
-    from flake8_autograd.engine.class_checks import _ModelBuilder
+    from flake8_autograd.engine.analysis.module_analysis import Analysis
+    from flake8_autograd.checking.class_checks import _ModelBuilder
 
     lines = read_lines(Path(path).read_bytes())
     tree = parse(lines)

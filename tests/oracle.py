@@ -55,9 +55,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
-from flake8_autograd.command.fixer import MAX_PASSES, applies
-from flake8_autograd.command.runner import CheckOptions, lint_lines
-from flake8_autograd.fixes import apply_fixes_taken
+from flake8_autograd.adapters.command.fixer import MAX_PASSES, applies
+from flake8_autograd.adapters.command.runner import CheckOptions, lint_lines
+from flake8_autograd.core.fixes import apply_fixes_taken
 
 try:
     import torch

@@ -18,9 +18,9 @@ from typing import Callable, Iterator, List, Tuple
 import pytest
 
 from conftest import lint, source_lines
-from flake8_autograd.engine.checker import check_module
-from flake8_autograd.engine.scopes import ModuleScopes
-from flake8_autograd.fixes import computing_fixes
+from flake8_autograd.checking.checker import check_module
+from flake8_autograd.engine.syntax.scopes import ModuleScopes
+from flake8_autograd.core.fixes import computing_fixes
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from test_command import run, write
 from test_robustness import flake8

@@ -12,8 +12,8 @@ from typing import List, Optional, Set, Tuple
 import pytest
 
 from conftest import FIXTURES, expected_findings, source_lines
-from flake8_autograd.conventions import ConventionError, TorchVersion
-from flake8_autograd.engine.checker import check_module
+from flake8_autograd.core.conventions import ConventionError, TorchVersion
+from flake8_autograd.checking.checker import check_module
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from test_command import run
 from test_flake8_cli import flake8

@@ -10,14 +10,14 @@ from typing import List, Tuple
 import pytest
 
 from conftest import lint, source_lines
-from flake8_autograd.engine import analysis as analysis_module
-from flake8_autograd.engine import tensors
-from flake8_autograd.engine.analysis import Analysis
-from flake8_autograd.engine.class_checks import _ModelBuilder
-from flake8_autograd.engine.counting import backward_never_runs
-from flake8_autograd.engine.discovery import Discovery
-from flake8_autograd.engine.model import ClassModel
-from flake8_autograd.engine.module_facts import ModuleFacts
+from flake8_autograd.engine.analysis import module_analysis as analysis_module
+from flake8_autograd.engine.facts import tensors
+from flake8_autograd.engine.analysis.module_analysis import Analysis
+from flake8_autograd.checking.class_checks import _ModelBuilder
+from flake8_autograd.engine.facts.counting import backward_never_runs
+from flake8_autograd.engine.discovery.functions import Discovery
+from flake8_autograd.engine.models.class_model import ClassModel
+from flake8_autograd.engine.facts.module_facts import ModuleFacts
 
 # Count's forward returns only a number, bound to a name: no output carries a gradient, so backward
 # never runs; knowing it takes the inference of ``count``.

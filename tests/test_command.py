@@ -170,7 +170,7 @@ def test_an_abbreviated_option_is_refused(tmp_path: Path) -> None:
 
 
 def test_jobs_are_at_most_one_per_cpu(tmp_path: Path) -> None:
-    from flake8_autograd.command.settings import parse_settings, usable_cpus
+    from flake8_autograd.adapters.command.settings import parse_settings, usable_cpus
 
     assert parse_settings(["-j", "100000"], tmp_path).jobs == usable_cpus()
     assert parse_settings(["-j", "auto"], tmp_path).jobs == usable_cpus()
@@ -415,7 +415,7 @@ def test_an_unreadable_folder_fails_the_sarif_run(unreadable_folder: Path) -> No
 
 def test_a_folder_that_cannot_be_listed_is_in_the_file_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Wherever the walk meets the error (as root, no permission stops it)."""
-    from flake8_autograd.command import files
+    from flake8_autograd.adapters.command import files
 
     write(tmp_path, {"pkg/scale.py": SCALE})
     real_walk = os.walk

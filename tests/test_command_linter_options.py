@@ -17,7 +17,7 @@ from test_command import CLEAN, COMMAND, SCALE, run, write
 from test_fix_safety import EVERY_FIX, MIXED, SAFE_ONLY
 from test_sdist import setuptools_fits
 
-from flake8_autograd.command.config import ConfigError, parse_per_file_ignores
+from flake8_autograd.adapters.command.config import ConfigError, parse_per_file_ignores
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 
 GIT = shutil.which("git")
@@ -169,7 +169,7 @@ def test_explaining_an_unknown_code_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_without_its_page_a_rule_is_explained_from_its_class() -> None:
-    from flake8_autograd.command import explain
+    from flake8_autograd.adapters.command import explain
 
     page = explain._page_of(RULES[0])
     assert page.startswith(f"# {RULES[0].code}: ") and explain.DOCS_URL.format(code=RULES[0].code) in page
@@ -205,7 +205,7 @@ def test_a_built_wheel_carries_the_rule_pages(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(installed)
     shown = subprocess.run(
-        [sys.executable, "-c", "import sys; from flake8_autograd.command import explain as e; "
+        [sys.executable, "-c", "import sys; from flake8_autograd.adapters.command import explain as e; "
          "assert not e._SOURCE_PAGES.is_dir(), e._SOURCE_PAGES; sys.stdout.write(e.explain('AGF001'))"],
         cwd=tmp_path, env={"PYTHONPATH": str(installed), "PATH": ""}, capture_output=True, text=True, timeout=300,
     )

@@ -13,7 +13,7 @@ from typing import Dict, List
 
 import pytest
 
-from flake8_autograd import cli
+from flake8_autograd.adapters.command import main as cli
 from test_command import COMMAND, run
 from test_fixes_command import BROKEN, BROKEN_FIXED, GIT, PATCH, tree_bytes
 

@@ -13,8 +13,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from conftest import ROOT
-from flake8_autograd.command import config
-from flake8_autograd.command.config import ConfigError, find_config
+from flake8_autograd.adapters.command import config
+from flake8_autograd.adapters.command.config import ConfigError, find_config
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -12,10 +12,10 @@ from typing import List
 import pytest
 
 from conftest import source_lines
-from flake8_autograd.command.fixer import fix_text
-from flake8_autograd.command.runner import CheckOptions
-from flake8_autograd.conventions import ConventionError, CtxNames
-from flake8_autograd.engine.checker import check_module
+from flake8_autograd.adapters.command.fixer import fix_text
+from flake8_autograd.adapters.command.runner import CheckOptions
+from flake8_autograd.core.conventions import ConventionError, CtxNames
+from flake8_autograd.checking.checker import check_module
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from test_command import COMMAND
 from test_flake8_cli import flake8, output_codes

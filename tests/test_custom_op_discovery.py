@@ -1,4 +1,4 @@
-"""Finding custom ops and their registrations (engine/custom_ops.py), every spelling, from the ast alone."""
+"""Finding custom ops and their registrations (engine/discovery/custom_ops.py), every spelling, from the ast alone."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import ast
 import textwrap
 from typing import Dict, List, Optional, Tuple
 
-from flake8_autograd.engine.custom_ops import CustomOpDiscovery, CustomOpSite, might_define_custom_op
-from flake8_autograd.engine.discovery import Discovery
+from flake8_autograd.engine.discovery.custom_ops import CustomOpDiscovery, CustomOpSite, might_define_custom_op
+from flake8_autograd.engine.discovery.functions import Discovery
 
 MODULE = '''
 import torch

@@ -1,4 +1,4 @@
-"""A custom op's register_autograd read as a Function (engine/custom_op_model.py): the Function rules that
+"""A custom op's register_autograd read as a Function (engine/models/custom_op_model.py): the Function rules that
 carry over report on the registered defs at their own lines, through the plugin and the command; the
 others stay silent; fixtures tests/fixtures/customop_*.py, every case run under torch."""
 
@@ -16,11 +16,11 @@ import pytest
 
 import oracle
 from conftest import FIXTURES, expected_findings, lint, require_torch
-from flake8_autograd.engine import checker
-from flake8_autograd.engine.analysis import Analysis
-from flake8_autograd.engine.custom_op_model import declared_output_count
-from flake8_autograd.engine.model import ClassModel
-from flake8_autograd.findings import Finding
+from flake8_autograd.checking import checker
+from flake8_autograd.engine.analysis.module_analysis import Analysis
+from flake8_autograd.engine.models.custom_op_model import declared_output_count
+from flake8_autograd.engine.models.class_model import ClassModel
+from flake8_autograd.core.findings import Finding
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Rule
 
@@ -207,7 +207,7 @@ def test_op_fixture_declarations_under_torch(declaration: oracle.Declaration) ->
 
 def test_libcst_parses_only_the_defs_of_registrations(monkeypatch: pytest.MonkeyPatch) -> None:
     """One parse per registration, of its defs alone; none for an op without register_autograd."""
-    from flake8_autograd.engine import custom_op_model
+    from flake8_autograd.engine.models import custom_op_model
 
     parsed: List[List[str]] = []
     original = custom_op_model.parse_functions

@@ -21,9 +21,9 @@ from typing import Dict, List, Tuple
 import pytest
 
 from conftest import lint, source_lines
-from flake8_autograd.command.fixer import fix_text
-from flake8_autograd.command.runner import CheckOptions
-from flake8_autograd.engine.source import parse_class
+from flake8_autograd.adapters.command.fixer import fix_text
+from flake8_autograd.adapters.command.runner import CheckOptions
+from flake8_autograd.engine.syntax.source import parse_class
 from test_command import COMMAND
 from test_robustness import BUGGY, REPORT_LINE, Run, flake8
 
@@ -524,7 +524,7 @@ def test_extreme_but_valid_shapes_raise_no_internal_error(source: str) -> None:
 
 def test_integer_kind_of_a_chain_of_twice_bound_names_is_judged_once_per_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each name bound twice to the previous one: following every binding afresh doubled the work per link."""
-    from flake8_autograd.engine import counting
+    from flake8_autograd.engine.facts import counting
 
     chain = "".join(f"        y{index} = y{index - 1}; y{index} = y{index - 1}\n" for index in range(1, 16))
     source = (

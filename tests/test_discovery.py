@@ -173,7 +173,7 @@ def test_extra_function_bases(bases: List[str], expected: List[str]) -> None:
 
 def test_file_without_function_is_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cheap text and ``ast`` tests keep libcst away from files with no Function class."""
-    import flake8_autograd.engine.class_checks as class_checks
+    import flake8_autograd.checking.class_checks as class_checks
 
     def fail(*args: object) -> None:
         raise AssertionError("parsed with libcst")

@@ -30,8 +30,8 @@ with warnings.catch_warnings():
         torch = pytest.importorskip("torch", reason="the fix cases run Functions under PyTorch")
 
 from conftest import source_lines  # noqa: E402
-from flake8_autograd.command.fixer import fix_text  # noqa: E402
-from flake8_autograd.command.runner import CheckOptions, lint_lines  # noqa: E402
+from flake8_autograd.adapters.command.fixer import fix_text  # noqa: E402
+from flake8_autograd.adapters.command.runner import CheckOptions, lint_lines  # noqa: E402
 from oracle import applied_fixes, is_repaired_error, load_fixture, same_value, snapshot  # noqa: E402
 from test_command import run  # noqa: E402
 

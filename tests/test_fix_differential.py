@@ -35,8 +35,8 @@ with warnings.catch_warnings():
         torch = pytest.importorskip("torch", reason="the differential check runs fixture Functions under PyTorch")
 
 from conftest import FIXTURES, source_lines  # noqa: E402
-from flake8_autograd.command.fixer import fix_text  # noqa: E402
-from flake8_autograd.command.runner import CheckOptions, lint_lines  # noqa: E402
+from flake8_autograd.adapters.command.fixer import fix_text  # noqa: E402
+from flake8_autograd.adapters.command.runner import CheckOptions, lint_lines  # noqa: E402
 from oracle import REPAIRED_ERRORS, ClassBlock, Declaration, LoadedFixture, applied_fixes  # noqa: E402
 from oracle import implied_blocks, is_repaired_error  # noqa: E402
 from oracle import _arguments, _differentiable_outputs, _target, load_fixture, parse_fixture  # noqa: E402

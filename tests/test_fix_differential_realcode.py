@@ -31,8 +31,8 @@ with warnings.catch_warnings():
     else:
         torch = pytest.importorskip("torch", reason="the stand-ins run under PyTorch")
 
-from flake8_autograd.command.fixer import fix_text  # noqa: E402
-from flake8_autograd.command.runner import CheckOptions, lint_lines  # noqa: E402
+from flake8_autograd.adapters.command.fixer import fix_text  # noqa: E402
+from flake8_autograd.adapters.command.runner import CheckOptions, lint_lines  # noqa: E402
 
 CASES = Path(__file__).parent / "fixdiff_cases"
 STAND_INS = sorted(path for path in CASES.glob("*.py") if not path.name.startswith("_"))

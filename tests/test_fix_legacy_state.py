@@ -32,7 +32,7 @@ LEGACY = textwrap.dedent(
 
 
 def test_reported_but_not_fixed() -> None:
-    from flake8_autograd.fixes import computing_fixes
+    from flake8_autograd.core.fixes import computing_fixes
 
     with computing_fixes():
         findings = lint(LEGACY)

@@ -11,11 +11,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
-from flake8_autograd.command import fixer
-from flake8_autograd.command.fixer import fix_text
-from flake8_autograd.command.runner import CheckOptions
-from flake8_autograd.findings import Finding
-from flake8_autograd.fixes import Edit, Fix
+from flake8_autograd.adapters.command import fixer
+from flake8_autograd.adapters.command.fixer import fix_text
+from flake8_autograd.adapters.command.runner import CheckOptions
+from flake8_autograd.core.findings import Finding
+from flake8_autograd.core.fixes import Edit, Fix
 from test_command import run
 
 # AGF001 (safe: nothing instantiates the class) and AGF003 (unsafe: saving changes what a second

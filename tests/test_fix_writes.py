@@ -22,9 +22,9 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from flake8_autograd import cli
-from flake8_autograd.command import fixer
-from flake8_autograd.command.runner import CheckOptions
+from flake8_autograd.adapters.command import main as cli
+from flake8_autograd.adapters.command import fixer
+from flake8_autograd.adapters.command.runner import CheckOptions
 from test_command import COMMAND, run
 
 # The LegacyRelu class of examples/: AGF001 (forward is not a staticmethod) and AGF002 (its first

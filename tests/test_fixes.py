@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given
 
 from conftest import fixture_paths, source_lines
-from flake8_autograd.command.fixer import fix_text
-from flake8_autograd.command.runner import CheckOptions
-from flake8_autograd.engine.checker import check_module
-from flake8_autograd.fixes import Edit, Fix, apply_fixes, computing_fixes, split_lines
+from flake8_autograd.adapters.command.fixer import fix_text
+from flake8_autograd.adapters.command.runner import CheckOptions
+from flake8_autograd.checking.checker import check_module
+from flake8_autograd.core.fixes import Edit, Fix, apply_fixes, computing_fixes, split_lines
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding
 from test_properties import PROPERTIES, fixture_mutants

@@ -27,8 +27,8 @@ import pytest
 
 from test_fixes_oracle import ORACLE_FIXTURES, gradients, torch  # first: skips this module without torch
 
-from flake8_autograd.command.fixer import fix_text
-from flake8_autograd.command.runner import CheckOptions
+from flake8_autograd.adapters.command.fixer import fix_text
+from flake8_autograd.adapters.command.runner import CheckOptions
 from oracle import load_fixture, parse_fixture
 from test_fixes import assert_no_new_codes
 

@@ -16,9 +16,9 @@ from typing import Dict, List, Set, Tuple
 import pytest
 
 from conftest import FIXTURES, fixture_paths, source_lines
-from flake8_autograd import cli
-from flake8_autograd.engine.checker import check_module
-from flake8_autograd.fixes import computing_fixes
+from flake8_autograd.adapters.command import main as cli
+from flake8_autograd.checking.checker import check_module
+from flake8_autograd.core.fixes import computing_fixes
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from test_command import COMMAND, run
 

@@ -24,8 +24,8 @@ with warnings.catch_warnings():
         torch = pytest.importorskip("torch", reason="the oracle runs fixture Functions under PyTorch")
 
 from conftest import FIXTURES  # noqa: E402
-from flake8_autograd.command.fixer import fix_text  # noqa: E402
-from flake8_autograd.command.runner import CheckOptions  # noqa: E402
+from flake8_autograd.adapters.command.fixer import fix_text  # noqa: E402
+from flake8_autograd.adapters.command.runner import CheckOptions  # noqa: E402
 from oracle import Declaration, LoadedFixture, _arguments, _differentiable_outputs, _target  # noqa: E402
 from oracle import load_fixture, parse_fixture  # noqa: E402
 

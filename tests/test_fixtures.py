@@ -11,9 +11,9 @@ import pytest
 
 from conftest import FIXTURES, expected_findings, fixture_paths, lint
 from flake8_autograd.rules import PREVIEW_CODES, PREVIEW_RULES, RULES
-from flake8_autograd.engine.custom_ops import CustomOpDiscovery
-from flake8_autograd.engine.discovery import iter_statements
-from flake8_autograd.engine.names import ImportTable
+from flake8_autograd.engine.discovery.custom_ops import CustomOpDiscovery
+from flake8_autograd.engine.discovery.functions import iter_statements
+from flake8_autograd.engine.syntax.names import ImportTable
 from flake8_autograd.rules.base import OpRule, Rule
 
 _CASE = re.compile(r"^class (\w+)")

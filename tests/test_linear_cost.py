@@ -22,13 +22,16 @@ import libcst as cst
 import pytest
 
 from conftest import source_lines
-from flake8_autograd.command import fixer
-from flake8_autograd.command.runner import CheckOptions, lint_lines
-from flake8_autograd.engine import analysis as analysis_module
-from flake8_autograd.engine import buffers, ctx_attributes, module_facts, op_facts, source
-from flake8_autograd.engine.model import Method
-from flake8_autograd.engine.module_facts import ApplyCall, ModuleFacts
-from flake8_autograd.fixes import Fix
+from flake8_autograd.adapters.command import fixer
+from flake8_autograd.adapters.command.runner import CheckOptions, lint_lines
+from flake8_autograd.engine.analysis import module_analysis as analysis_module
+from flake8_autograd.engine.analysis import buffers
+from flake8_autograd.engine.facts.ctx import attributes as ctx_attributes
+from flake8_autograd.engine.facts import module_facts, op_facts
+from flake8_autograd.engine.syntax import source
+from flake8_autograd.engine.models.class_model import Method
+from flake8_autograd.engine.facts.module_facts import ApplyCall, ModuleFacts
+from flake8_autograd.core.fixes import Fix
 from flake8_autograd.rules import agf004_gradient_count, agf116_list_return
 
 PREVIEW = CheckOptions(preview=True)

@@ -71,7 +71,7 @@ def test_flagged_jvp_raises_attribute_error() -> None:
 
 def test_torch_provided_attributes_are_on_every_ctx() -> None:
     """What the rule takes as provided is what a real ctx in backward has, in both styles."""
-    from flake8_autograd.engine.ctx_attributes import TORCH_CTX_ATTRIBUTES
+    from flake8_autograd.engine.facts.ctx.attributes import TORCH_CTX_ATTRIBUTES
 
     seen = {}
 

@@ -10,8 +10,8 @@ torch = require_torch()
 
 import pytest  # noqa: E402
 
-from flake8_autograd.command.fixer import fix_text  # noqa: E402
-from flake8_autograd.command.runner import CheckOptions  # noqa: E402
+from flake8_autograd.adapters.command.fixer import fix_text  # noqa: E402
+from flake8_autograd.adapters.command.runner import CheckOptions  # noqa: E402
 from oracle import load_fixture  # noqa: E402
 
 STEM = "agf116"

@@ -26,8 +26,8 @@ from conftest import FIXTURES, lint, require_torch
 
 torch = require_torch()
 
-from flake8_autograd.command.fixer import fix_text  # noqa: E402
-from flake8_autograd.command.runner import CheckOptions  # noqa: E402
+from flake8_autograd.adapters.command.fixer import fix_text  # noqa: E402
+from flake8_autograd.adapters.command.runner import CheckOptions  # noqa: E402
 from oracle import load_fixture, make_tensor  # noqa: E402
 from test_oracle_structure import _class_codes  # noqa: E402  (codes per class, every rule on)
 

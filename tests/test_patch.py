@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flake8_autograd.command.patch import UnnamedInPatch, unified_diff
+from flake8_autograd.adapters.command.patch import UnnamedInPatch, unified_diff
 from test_fixes_command import GIT, PATCH
 from test_properties import example_count
 

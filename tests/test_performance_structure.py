@@ -22,15 +22,15 @@ import libcst as cst
 import pytest
 
 from conftest import fixture_paths, lint, parseable_fixture_sources, source_lines
-from flake8_autograd import plugin
-from flake8_autograd.engine import checker, class_checks
-from flake8_autograd.engine.analysis import Analysis
-from flake8_autograd.engine.class_checks import _ModelBuilder
-from flake8_autograd.engine.discovery import ClassSite, Discovery
-from flake8_autograd.engine import model as model_module
-from flake8_autograd.engine.model import ClassModel
-from flake8_autograd.engine.source import Segment, parse_class
-from flake8_autograd.engine.walk import walk
+from flake8_autograd.adapters import flake8_plugin as plugin
+from flake8_autograd.checking import checker, class_checks
+from flake8_autograd.engine.analysis.module_analysis import Analysis
+from flake8_autograd.checking.class_checks import _ModelBuilder
+from flake8_autograd.engine.discovery.functions import ClassSite, Discovery
+from flake8_autograd.engine.models import class_model as model_module
+from flake8_autograd.engine.models.class_model import ClassModel
+from flake8_autograd.engine.syntax.source import Segment, parse_class
+from flake8_autograd.engine.syntax.walk import walk
 
 
 # -- start-up: the plugin module is light ---------------------------------------------------------
@@ -43,7 +43,7 @@ def _modules_after(code: str) -> Set[str]:
 
 RUN_ON = """\
 import argparse, ast
-from flake8_autograd.plugin import AutogradChecker
+from flake8_autograd.adapters.flake8_plugin import AutogradChecker
 AutogradChecker.parse_options(argparse.Namespace(autograd_preview=True, autograd_function_bases=[]))
 source = {source!r}
 list(AutogradChecker(ast.parse(source), source.splitlines(keepends=True), "x.py").run())
@@ -51,27 +51,27 @@ list(AutogradChecker(ast.parse(source), source.splitlines(keepends=True), "x.py"
 
 
 def test_loading_the_plugin_imports_neither_libcst_nor_the_engine() -> None:
-    loaded = _modules_after("import flake8_autograd.plugin")
+    loaded = _modules_after("import flake8_autograd.adapters.flake8_plugin")
     assert "libcst" not in loaded
     assert not {name for name in loaded if name.startswith(("flake8_autograd.engine", "flake8_autograd.rules"))}
 
 
 def test_a_file_without_function_classes_is_checked_without_importing_libcst() -> None:
     loaded = _modules_after(RUN_ON.format(source="import torch\n\nclass Net(torch.nn.Module):\n    pass\n"))
-    assert "libcst" not in loaded and "flake8_autograd.engine.checker" not in loaded
+    assert "libcst" not in loaded and "flake8_autograd.checking.checker" not in loaded
 
 
 def test_a_file_that_only_mentions_function_is_checked_without_importing_libcst() -> None:
     source = "import types\n\ndef f(x):\n    return isinstance(x, types.FunctionType)\n"
     loaded = _modules_after(RUN_ON.format(source=source))
-    assert "flake8_autograd.engine.discovery" in loaded
+    assert "flake8_autograd.engine.discovery.functions" in loaded
     assert "libcst" not in loaded and not {name for name in loaded if name.startswith("flake8_autograd.rules")}
 
 
 def test_a_file_that_holds_a_function_class_loads_libcst_and_the_rules() -> None:
     source = "import torch\n\nclass Fn(torch.autograd.Function):\n    def forward(ctx, x):\n        return x\n"
     loaded = _modules_after(RUN_ON.format(source=source))
-    assert {"flake8_autograd.engine.class_checks", "flake8_autograd.rules", "libcst"} <= loaded
+    assert {"flake8_autograd.checking.class_checks", "flake8_autograd.rules", "libcst"} <= loaded
 
 
 def test_the_engines_import_is_frozen_once_a_file_needs_it() -> None:
@@ -387,7 +387,7 @@ def test_the_fact_readers_and_scope_tests_see_every_node_an_isinstance_test_woul
     """``collect_facts`` and ``walk_scope`` look a node's type up instead of asking ``isinstance``: the
     same answers only while none of the classes looked up has a subclass, and while every node
     class a parse yields is known to be a node."""
-    from flake8_autograd.engine import walk as walk_module
+    from flake8_autograd.engine.syntax import walk as walk_module
 
     looked_up = set(model_module._FACT_READERS) | set(walk_module._SCOPE_TYPES) | {cst.IndentedBlock}
     assert {cls.__name__ for cls in looked_up if cls.__subclasses__()} == set()
@@ -448,7 +448,7 @@ def test_the_facts_of_a_body_are_read_from_every_kind_of_statement() -> None:
 def test_provenance_follows_each_local_once_however_often_it_is_indexed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each local made of three parts of the previous one: a walk that started afresh for every part
     followed the first local 3**n times (a file of this shape held a run for minutes)."""
-    from flake8_autograd.engine import provenance
+    from flake8_autograd.engine.facts import provenance
 
     levels = 8
     chain = "".join(f"    x{i} = (x{i - 1}[0], x{i - 1}[1], x{i - 1}[2])\n" for i in range(1, levels + 1))
@@ -498,7 +498,7 @@ def scale(x):
 def test_a_module_naming_its_functions_only_in_apply_strings_and_comments_is_not_walked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from flake8_autograd.engine import analysis as analysis_module
+    from flake8_autograd.engine.analysis import module_analysis as analysis_module
 
     def refuse(self: object) -> None:
         raise AssertionError("the module was walked for direct uses")
@@ -519,7 +519,7 @@ def test_a_direct_use_among_strings_is_still_found(line: str) -> None:
 def test_a_module_that_never_applies_its_functions_is_not_walked_for_call_sites(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from flake8_autograd.engine import analysis as analysis_module
+    from flake8_autograd.engine.analysis import module_analysis as analysis_module
 
     def refuse(self: object) -> None:
         raise AssertionError("the module was walked for call sites")

@@ -16,7 +16,7 @@ import pytest
 from flake8 import defaults
 from flake8.style_guide import Decision, DecisionEngine
 
-from flake8_autograd import selection
+from flake8_autograd.checking import selection
 from flake8_autograd.rules import MESSAGES, PREVIEW_CODES
 from test_command import codes_of, run, write
 from test_command_flake8_parity import assert_same, flake8

@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from conftest import fixture_paths, source_lines as flake8_lines
-from flake8_autograd.engine.checker import INTERNAL_ERROR, check_module
-from flake8_autograd.engine.source import syntax_depth_exceeds
+from flake8_autograd.checking.checker import INTERNAL_ERROR, check_module
+from flake8_autograd.engine.syntax.source import syntax_depth_exceeds
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding
 

@@ -29,14 +29,14 @@ from libcst.metadata import MetadataWrapper
 
 import corpus_check
 from conftest import FIXTURES, lint, parseable_fixture_sources, source_lines
-from flake8_autograd.engine.analysis import Analysis
-from flake8_autograd.engine.checker import INTERNAL_ERROR, check_module
-from flake8_autograd.engine.class_checks import _ModelBuilder
-from flake8_autograd.engine.discovery import Discovery
-from flake8_autograd.engine.model import ClassModel
-from flake8_autograd.engine.source import parse_class
-from flake8_autograd.engine.tensors import Kind, TensorInference
-from flake8_autograd.engine.walk import walk
+from flake8_autograd.engine.analysis.module_analysis import Analysis
+from flake8_autograd.checking.checker import INTERNAL_ERROR, check_module
+from flake8_autograd.checking.class_checks import _ModelBuilder
+from flake8_autograd.engine.discovery.functions import Discovery
+from flake8_autograd.engine.models.class_model import ClassModel
+from flake8_autograd.engine.syntax.source import parse_class
+from flake8_autograd.engine.facts.tensors import Kind, TensorInference
+from flake8_autograd.engine.syntax.walk import walk
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding, Rule
 
@@ -483,7 +483,7 @@ def test_libcst_unexpected_exception_is_silent_too(monkeypatch: pytest.MonkeyPat
 
 
 def test_check_module_never_raises_even_when_discovery_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    import flake8_autograd.engine.checker as checker
+    import flake8_autograd.checking.checker as checker
 
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("discovery")

@@ -10,7 +10,7 @@ from typing import List, Tuple
 import pytest
 
 from conftest import ROOT, codes
-from flake8_autograd.engine.checker import check_module
+from flake8_autograd.checking.checker import check_module
 from flake8_autograd.rules import MESSAGES, PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Rule
 

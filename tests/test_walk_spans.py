@@ -14,8 +14,8 @@ from typing import Iterator, List
 import libcst as cst
 import pytest
 
-from flake8_autograd.engine.model import ClassModel, Method
-from flake8_autograd.engine.walk import SCOPE_NODES, walk, walk_scope, walk_scope_spans
+from flake8_autograd.engine.models.class_model import ClassModel, Method
+from flake8_autograd.engine.syntax.walk import SCOPE_NODES, walk, walk_scope, walk_scope_spans
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -96,7 +96,7 @@ def test_spans_take_no_stack_on_deep_code(depth: int) -> None:
 
 
 def test_module_node_list_is_ast_walk_in_order() -> None:
-    from flake8_autograd.engine.analysis import _ast_nodes
+    from flake8_autograd.engine.analysis.module_analysis import _ast_nodes
 
     for path in sorted(FIXTURES.rglob("*.py")):
         tree = ast.parse(path.read_text())

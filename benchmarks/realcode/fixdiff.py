@@ -36,11 +36,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from score import SPLIT_GROUPS, SPLITS, MalformedData, add_data_arguments, load_benchmark
 
-from flake8_autograd.command.fixer import applies, fix_text
-from flake8_autograd.command.runner import CheckOptions, SourceError, decode_lines, lint_lines
-from flake8_autograd.engine.checker import might_define_function
-from flake8_autograd.engine.discovery import Discovery
-from flake8_autograd.findings import Finding
+from flake8_autograd.adapters.command.fixer import applies, fix_text
+from flake8_autograd.adapters.command.runner import CheckOptions, SourceError, decode_lines, lint_lines
+from flake8_autograd.checking.checker import might_define_function
+from flake8_autograd.engine.discovery.functions import Discovery
+from flake8_autograd.core.findings import Finding
 
 SAFE = CheckOptions(preview=True)
 UNSAFE = CheckOptions(preview=True, unsafe_fixes=True)

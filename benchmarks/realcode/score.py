@@ -50,9 +50,15 @@ try:
 except ImportError:  # a checkout without the package installed
     sys.path.insert(0, str(HERE.parent.parent / "src"))
 
-from flake8_autograd.command.runner import CheckOptions, Report, SourceError, check_file, decode_lines  # noqa: E402
-from flake8_autograd.engine.custom_ops import CustomOpDiscovery  # noqa: E402
-from flake8_autograd.engine.discovery import Discovery  # noqa: E402
+from flake8_autograd.adapters.command.runner import (  # noqa: E402
+    CheckOptions,
+    Report,
+    SourceError,
+    check_file,
+    decode_lines,
+)
+from flake8_autograd.engine.discovery.custom_ops import CustomOpDiscovery  # noqa: E402
+from flake8_autograd.engine.discovery.functions import Discovery  # noqa: E402
 from flake8_autograd.rules import MESSAGES, RULES  # noqa: E402
 
 DEFAULT_CODES = frozenset(rule.code for rule in RULES)

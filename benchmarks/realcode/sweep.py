@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 
 from score import SPLIT_GROUPS, SPLITS, MalformedData, add_data_arguments, load_benchmark
 
-from flake8_autograd.command.runner import CheckOptions, check_file
+from flake8_autograd.adapters.command.runner import CheckOptions, check_file
 
 EVERY_RULE = CheckOptions(preview=True)
 

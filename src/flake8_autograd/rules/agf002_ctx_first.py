@@ -8,11 +8,11 @@ from typing import Iterator, List, Optional
 import libcst as cst
 from libcst.metadata import Assignment
 
-from ..engine.analysis import Analysis
-from ..conventions import CtxNames
-from ..engine.model import ClassModel, Method, Param, uses_first_as_ctx
-from ..engine.walk import walk
-from ..fixes import Fix, NodeLocator, locator
+from ..engine.analysis.module_analysis import Analysis
+from ..core.conventions import CtxNames
+from ..engine.models.class_model import ClassModel, Method, Param, uses_first_as_ctx
+from ..engine.syntax.walk import walk
+from ..core.fixes import Fix, NodeLocator, locator
 from .base import Finding, Rule
 
 # Calls that read local variables by name: a rename would change what they see.

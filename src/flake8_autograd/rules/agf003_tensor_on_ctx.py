@@ -11,12 +11,12 @@ import ast
 
 import libcst as cst
 
-from ..engine.analysis import Analysis
-from ..engine.buffers import filled_output_buffer
-from ..engine.model import ClassModel, CtxStore, Method
-from ..engine.tensors import Kind, TensorInference
-from ..engine.walk import cst_dotted, short_code, walk_scope
-from ..fixes import Edit, Fix, locator
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.analysis.buffers import filled_output_buffer
+from ..engine.models.class_model import ClassModel, CtxStore, Method
+from ..engine.facts.tensors import Kind, TensorInference
+from ..engine.syntax.walk import cst_dotted, short_code, walk_scope
+from ..core.fixes import Edit, Fix, locator
 from .base import Finding, Rule
 
 

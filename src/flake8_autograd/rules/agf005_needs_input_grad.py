@@ -6,12 +6,12 @@ from typing import FrozenSet, Iterator, List
 
 import libcst as cst
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, forward_inputs
-from ..engine.provenance import Computation, Provenance
-from ..engine.tensors import Kind
-from ..engine.tied_inputs import apply_call_sources, tied
-from ..engine.walk import walk
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel, forward_inputs
+from ..engine.facts.provenance import Computation, Provenance
+from ..engine.facts.tensors import Kind
+from ..engine.facts.tied_inputs import apply_call_sources, tied
+from ..engine.syntax.walk import walk
 from .base import Finding, Rule, listed
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..engine.analysis import Analysis
-from ..engine.call_order import replacing_calls
-from ..engine.model import ClassModel
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.facts.call_order import replacing_calls
+from ..engine.models.class_model import ClassModel
 from .base import Finding, Rule
 
 

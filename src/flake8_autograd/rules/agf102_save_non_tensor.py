@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel
-from ..engine.saved_arguments import non_tensor_arguments
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel
+from ..engine.facts.ctx.saved_arguments import non_tensor_arguments
 from .base import Finding, Rule
 
 

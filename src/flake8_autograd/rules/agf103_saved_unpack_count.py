@@ -6,8 +6,8 @@ from typing import Iterator, Optional, Set, Tuple
 
 import libcst as cst
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel
 from .base import Finding, Rule
 
 

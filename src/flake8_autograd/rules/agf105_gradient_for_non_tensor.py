@@ -6,9 +6,9 @@ from typing import Iterator, Set
 
 import libcst as cst
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, Method
-from ..engine.tensors import Kind, TensorInference, annotation_kind
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel, Method
+from ..engine.facts.tensors import Kind, TensorInference, annotation_kind
 from .base import Finding, Rule
 
 # Expressions that are certainly not None: computations and number literals.

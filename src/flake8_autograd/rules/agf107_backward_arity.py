@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..engine.analysis import Analysis
-from ..engine.custom_op_model import op_output_count
-from ..engine.model import ClassModel
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.custom_op_model import op_output_count
+from ..engine.models.class_model import ClassModel
 from .base import Finding, Rule
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel
 from .base import Finding, Rule
 
 

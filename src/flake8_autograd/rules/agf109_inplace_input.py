@@ -6,11 +6,11 @@ from typing import Iterator, Set
 
 import libcst as cst
 
-from ..engine.aliases import Write, method_writes
-from ..engine.analysis import Analysis
-from ..engine.counting import slot_is_none
-from ..engine.model import ClassModel, Method
-from ..engine.tensors import Kind
+from ..engine.analysis.aliases import Write, method_writes
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.facts.counting import slot_is_none
+from ..engine.models.class_model import ClassModel, Method
+from ..engine.facts.tensors import Kind
 from .base import Finding, Rule
 
 

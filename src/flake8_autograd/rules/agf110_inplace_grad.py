@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator, Set
 
-from ..engine.aliases import method_writes
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel
+from ..engine.analysis.aliases import method_writes
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel
 from .base import Finding, Rule
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional, Sequence, Tuple
 
-from ..engine.analysis import Analysis, DirectUse
-from ..engine.model import ClassModel
-from ..fixes import Edit, Fix, ast_span, text_between
+from ..engine.analysis.module_analysis import Analysis, DirectUse
+from ..engine.models.class_model import ClassModel
+from ..core.fixes import Edit, Fix, ast_span, text_between
 from .base import Finding, Rule
 
 

@@ -6,9 +6,9 @@ from typing import Iterator, List, Optional
 
 import libcst as cst
 
-from ..engine.analysis import Analysis
-from ..engine.model import CONTRACT_METHODS, ClassModel
-from ..fixes import Fix, bare_code, locator
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import CONTRACT_METHODS, ClassModel
+from ..core.fixes import Fix, bare_code, locator
 from .base import Finding, Rule
 
 

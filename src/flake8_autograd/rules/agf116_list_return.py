@@ -6,10 +6,10 @@ from typing import Iterator, List, Optional
 
 import libcst as cst
 
-from ..engine.analysis import Analysis
-from ..engine.custom_op_model import is_custom_op
-from ..engine.model import ClassModel, return_index
-from ..fixes import Edit, Fix, bare_code, locator
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.custom_op_model import is_custom_op
+from ..engine.models.class_model import ClassModel, return_index
+from ..core.fixes import Edit, Fix, bare_code, locator
 from .base import Finding, Rule
 
 

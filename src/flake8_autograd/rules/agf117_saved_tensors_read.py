@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, Method
-from ..engine.saved_arguments import saving_method
-from ..engine.saved_paths import (
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel, Method
+from ..engine.facts.ctx.saved_arguments import saving_method
+from ..engine.facts.ctx.saved_paths import (
     failing_saved_reads,
     returns_a_value,
     saved_tuple_used_as_tensor,

@@ -6,12 +6,12 @@ from typing import Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from ..engine.aliases import method_writes
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, Method
-from ..engine.tensors import Kind
-from ..engine.walk import short_code
-from ..fixes import Fix, locator
+from ..engine.analysis.aliases import method_writes
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel, Method
+from ..engine.facts.tensors import Kind
+from ..engine.syntax.walk import short_code
+from ..core.fixes import Fix, locator
 from .base import Finding, Rule
 
 

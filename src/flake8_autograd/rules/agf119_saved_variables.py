@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel
-from ..fixes import Fix, locator
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel
+from ..core.fixes import Fix, locator
 from .base import Finding, Rule
 
 DEPRECATED = "saved_variables"

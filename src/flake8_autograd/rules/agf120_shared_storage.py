@@ -9,11 +9,11 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Set
 
 import libcst as cst
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, Method
-from ..engine.module_facts import statement_names
-from ..engine.tensors import Kind, TensorInference
-from ..engine.walk import short_code
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel, Method
+from ..engine.facts.module_facts import statement_names
+from ..engine.facts.tensors import Kind, TensorInference
+from ..engine.syntax.walk import short_code
 from .base import Finding, Rule
 
 

@@ -6,10 +6,10 @@ from typing import Iterator, List
 
 import libcst as cst
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel
-from ..engine.saved_slots import unread_saves
-from ..engine.walk import short_code
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel
+from ..engine.facts.ctx.saved_slots import unread_saves
+from ..engine.syntax.walk import short_code
 from .agf117_saved_tensors_read import beside
 from .base import Finding, Rule
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator, Set
 
-from ..engine.aliases import local_writes
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel
-from ..engine.saved_origins import INPUT, caller_tensors
+from ..engine.analysis.aliases import local_writes
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel
+from ..engine.facts.ctx.saved_origins import INPUT, caller_tensors
 from .base import Finding, Rule
 
 _ROLE = {INPUT: "input", "output": "output"}

@@ -7,13 +7,13 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from ..engine.analysis import Analysis
-from ..engine.ctx_attributes import (
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.facts.ctx.attributes import (
     TORCH_CTX_ATTRIBUTES, CtxAttributes, ctx_attributes, guarded_nodes, unset_exit,
 )
-from ..engine.custom_op_model import is_custom_op
-from ..engine.model import ClassModel, Method
-from ..engine.saved_paths import SAVING_CALLS, returns_a_value, unconditional
+from ..engine.models.custom_op_model import is_custom_op
+from ..engine.models.class_model import ClassModel, Method
+from ..engine.facts.ctx.saved_paths import SAVING_CALLS, returns_a_value, unconditional
 from .agf117_saved_tensors_read import beside
 from .base import Finding, Rule
 

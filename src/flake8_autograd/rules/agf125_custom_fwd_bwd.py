@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from ..engine.amp import AmpDecorators, amp_decorators
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, Method, uses_first_as_ctx
+from ..engine.facts.amp import AmpDecorators, amp_decorators
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel, Method, uses_first_as_ctx
 from .base import Finding, Rule
 
 # The attributes custom_fwd stores on ctx; a class that stores them itself pairs the helpers by hand.

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, Tuple
 
-from ..conventions import TorchVersion
-from ..engine.amp import amp_decorators
-from ..engine.analysis import Analysis
-from ..engine.apply_sites import ApplySite, apply_sites
-from ..engine.model import ClassModel, Method, Param
-from ..fixes import ast_span
+from ..core.conventions import TorchVersion
+from ..engine.facts.amp import amp_decorators
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.analysis.apply_sites import ApplySite, apply_sites
+from ..engine.models.class_model import ClassModel, Method, Param
+from ..core.fixes import ast_span
 from .base import Finding, Rule
 
 # The first release whose ``apply`` takes keyword arguments in the combined style (forward(ctx, ...));

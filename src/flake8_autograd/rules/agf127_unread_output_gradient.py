@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..engine.analysis import Analysis
-from ..engine.differentiable_outputs import differentiable_outputs, names_read
-from ..engine.model import ClassModel
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.analysis.differentiable_outputs import differentiable_outputs, names_read
+from ..engine.models.class_model import ClassModel
 from .base import Finding, Rule, listed
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
-from ..engine.analysis import Analysis
-from ..engine.model import ClassModel, forward_inputs
-from ..engine.custom_op_model import CustomOpModel
-from ..engine.setup_context_shape import (
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.models.class_model import ClassModel, forward_inputs
+from ..engine.models.custom_op_model import CustomOpModel
+from ..engine.models.setup_context_shape import (
     FUNCTION_SETUP_CONTEXT_ARGUMENTS,
     InputsUnpackMismatch,
     InputsUsedAsTensor,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..engine.analysis import Analysis
-from ..engine.call_order import replacing_calls
-from ..engine.model import ClassModel
-from ..engine.saved_arguments import non_tensor_arguments, saving_method
-from ..engine.saved_paths import failing_saved_reads, returns_a_value, saving_paths
+from ..engine.analysis.module_analysis import Analysis
+from ..engine.facts.call_order import replacing_calls
+from ..engine.models.class_model import ClassModel
+from ..engine.facts.ctx.saved_arguments import non_tensor_arguments, saving_method
+from ..engine.facts.ctx.saved_paths import failing_saved_reads, returns_a_value, saving_paths
 from .base import Finding, Rule
 
 # Which saving call fills ctx.saved_tensors for each reader: jvp sees only what save_for_forward saved,

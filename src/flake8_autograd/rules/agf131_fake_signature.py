@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterator, List
 
-from ..engine.names import ast_dotted
-from ..engine.op_facts import binding_error, op_calls
+from ..engine.syntax.names import ast_dotted
+from ..engine.facts.op_facts import binding_error, op_calls
 from .base import Finding, OpRule
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.analysis import Analysis
-    from ..engine.custom_ops import CustomOpSite
+    from ..engine.analysis.module_analysis import Analysis
+    from ..engine.discovery.custom_ops import CustomOpSite
 
 
 class FakeSignatureRule(OpRule):

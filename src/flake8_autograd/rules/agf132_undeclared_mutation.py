@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Set
 
-from ..engine.op_facts import holds_tensors, in_place_writes, stable_tensor_parameters
+from ..engine.facts.op_facts import holds_tensors, in_place_writes, stable_tensor_parameters
 from .base import Finding, OpRule
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.analysis import Analysis
-    from ..engine.custom_ops import CustomOpSite
+    from ..engine.analysis.module_analysis import Analysis
+    from ..engine.discovery.custom_ops import CustomOpSite
 
 
 class UndeclaredMutationRule(OpRule):

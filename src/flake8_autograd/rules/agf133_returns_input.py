@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING, Iterator
 
 import ast
 
-from ..engine.op_facts import AliasFinder, own_scope, stable_tensor_parameters
+from ..engine.facts.op_facts import AliasFinder, own_scope, stable_tensor_parameters
 from .base import Finding, OpRule
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.analysis import Analysis
-    from ..engine.custom_ops import CustomOpSite
+    from ..engine.analysis.module_analysis import Analysis
+    from ..engine.discovery.custom_ops import CustomOpSite
 
 
 class ReturnsInputRule(OpRule):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Dict, Iterator, List, Set, Tuple
 
-from ..engine.op_facts import global_writes, own_scope, rebound_names, state_holder_uses
+from ..engine.facts.op_facts import global_writes, own_scope, rebound_names, state_holder_uses
 from .base import Finding, OpRule
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.analysis import Analysis
-    from ..engine.custom_ops import CustomOpSite
+    from ..engine.analysis.module_analysis import Analysis
+    from ..engine.discovery.custom_ops import CustomOpSite
 
 
 class UntraceableAutogradRule(OpRule):

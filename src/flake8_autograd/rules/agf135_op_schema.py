@@ -5,14 +5,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterator, List, Tuple
 
-from ..engine.op_facts import (
+from ..engine.facts.op_facts import (
     AnnotationReader, holds_tensors, parameter_type_supported, return_type_supported,
 )
 from .base import Finding, OpRule
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.analysis import Analysis
-    from ..engine.custom_ops import CustomOpSite
+    from ..engine.analysis.module_analysis import Analysis
+    from ..engine.discovery.custom_ops import CustomOpSite
 
 _PARAMETER_TYPES = "Tensor, int, float, bool, str, ..."
 # Default values torch cannot write in a schema (it takes None, numbers, bools, strings, dtypes, devices).

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional, S
 
 import libcst as cst
 
-from ..findings import Finding as Finding  # re-exported: what a rule yields is part of what a rule is
-from ..fixes import Fix, ends_wanted, fixes_wanted, node_end
+from ..core.findings import Finding as Finding  # re-exported: what a rule yields is part of what a rule is
+from ..core.fixes import Fix, ends_wanted, fixes_wanted, node_end
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.analysis import Analysis
-    from ..engine.custom_ops import CustomOpSite
-    from ..engine.model import ClassModel, Method
+    from ..engine.analysis.module_analysis import Analysis
+    from ..engine.discovery.custom_ops import CustomOpSite
+    from ..engine.models.class_model import ClassModel, Method
 
 DOCS_URL = "https://github.com/flake8-autograd/flake8-autograd/blob/main/docs/rules/{code}.md"
 
@@ -33,7 +33,7 @@ class Rule:
     invalid: ClassVar[Sequence[str]] = ()
     valid: ClassVar[Sequence[str]] = ()
     # Whether the rule also reads a custom op's register_autograd, modelled as the Function PyTorch
-    # generates for it (engine/custom_op_model.py): only rules whose contract carries over say so.
+    # generates for it (engine/models/custom_op_model.py): only rules whose contract carries over say so.
     applies_to_custom_ops: ClassVar[bool] = False
 
     def check(self, model: "ClassModel", analysis: "Analysis") -> Iterator[Finding]:

@@ -1,0 +1,1 @@
+"""The module analysis rules query, and the facts that need the whole module."""

@@ -1,0 +1,1 @@
+"""Dataflow facts about a method: tensors, counts, provenance, what ctx holds."""

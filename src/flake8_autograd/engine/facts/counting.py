@@ -1,0 +1,650 @@
+"""Counting the gradients a backward returns.
+
+A return is counted only when its length is certain: a tuple display, sums and products of tuple
+displays and integer literals (``(g,) + (None,) * 4``), a single tensor or ``None``, or a local
+name every binding of which agrees. Anything else is unknown, and rules stay silent on unknown.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+
+from ..models.class_model import Binding, ClassModel, Method
+from .tensors import Kind, TensorInference
+from ..syntax.walk import cst_dotted, fingerprint, walk_scope
+
+_NONE = cst.Name("None")
+
+# More returned values than any real backward has: counting stops (and stays silent) past this.
+MAX_SLOTS = 1_000
+
+# A budget against pathological code (long chains of names, huge sums): past it, the count is unknown.
+# The depth keeps the recursion (a few frames a level, plus tensor inference at the leaves) far from
+# Python's limit; the steps keep the time linear.
+MAX_DEPTH = 50
+MAX_STEPS = 10_000
+
+# One returned value: the expression that produces it on each path (several when the returned name
+# is bound on several paths, e.g. in both branches of an ``if``).
+Slot = Tuple[cst.BaseExpression, ...]
+
+
+@dataclass
+class CountedReturn:
+    """One way out of a method: a ``return`` statement, or falling off the end (``node`` is the def)."""
+
+    node: Union[cst.Return, cst.FunctionDef]
+    slots: Optional[List[Slot]]  # one entry per returned value; None if the count is unknown
+
+    @property
+    def count(self) -> Optional[int]:
+        return None if self.slots is None else len(self.slots)
+
+    @property
+    def falls_off(self) -> bool:
+        return isinstance(self.node, cst.FunctionDef)
+
+
+def counted_returns(method: Method, inference: TensorInference) -> List[CountedReturn]:
+    """Every way out of ``method`` with the values it returns (generators yield no count)."""
+    facts = method.facts
+    if method.node is None or facts.yields or is_stub(method.node):
+        return []
+    counter = _Counter(inference)
+    results = [CountedReturn(ret, _returned_slots(method, ret, counter)) for ret in facts.returns]
+    body = method.node.body
+    if isinstance(body, cst.IndentedBlock) and (
+        can_fall_off(body.body)
+        or (method.name in GRADIENT_RETURNING and not facts.returns and _ends_in_returning_call(body.body))
+    ):
+        results.append(CountedReturn(method.node, [(_NONE,)]))
+    return results
+
+
+# Words in the name of a call that may be meant never to return (it raises or exits).
+_NEVER_RETURNING_WORDS = ("raise", "error", "fail", "exit", "abort", "throw", "unsupported", "implemented", "skip")
+
+
+def _ends_in_returning_call(statements: Sequence[cst.BaseStatement]) -> bool:
+    """A body with no ``return`` that ends in a call of a method or module function, ``ext.backward(g, out)``:
+    that call returns (unless its name says it raises), and so does the body, with None.
+
+    A bare name (``helper(g)``) may be a local helper that always raises: not counted.
+    """
+    last = statements[-1] if statements else None
+    if isinstance(last, cst.With) and isinstance(last.body, cst.IndentedBlock):
+        return _ends_in_returning_call(last.body.body)
+    if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+        return False
+    final = last.body[-1]
+    if not isinstance(final, cst.Expr) or not isinstance(final.value, cst.Call):
+        return False
+    func = final.value.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    name = func.attr.value.lower()
+    return not any(word in name for word in _NEVER_RETURNING_WORDS)
+
+
+def _returned_slots(method: Method, ret: cst.Return, counter: "_Counter") -> Optional[List[Slot]]:
+    if ret.value is None:
+        return [(_NONE,)]
+    value = ret.value
+    if method.name in GRADIENT_RETURNING and isinstance(value, cst.List):
+        # PyTorch takes a list as one value (AGF116 reports that); the count the author meant is its
+        # length, and it is what a tuple, the fix, will hold.
+        if any(isinstance(element, cst.StarredElement) for element in value.elements):
+            return None
+        return [(element.value,) for element in value.elements]
+    return counter.slots(value)
+
+
+# The methods whose return value PyTorch reads as one gradient per input (AGF116 reports their lists).
+GRADIENT_RETURNING = frozenset({"backward", "vjp"})
+
+
+def is_stub(function: cst.FunctionDef) -> bool:
+    """A body of only a docstring, ``pass`` or ``...``: a placeholder meant to be overridden."""
+    body = function.body
+    statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
+    for statement in statements:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
+        for small in smalls:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(
+                small.value, (cst.Ellipsis, cst.SimpleString, cst.ConcatenatedString)
+            ):
+                continue
+            return False
+    return True
+
+
+def is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def slot_is_none(slot: Slot) -> bool:
+    return all(is_none(node) for node in slot)
+
+
+class _Counter:
+    """Counts the slots of returned values; unknown (None) past a budget, so pathological code stays cheap."""
+
+    def __init__(self, inference: TensorInference) -> None:
+        self.inference = inference
+        self._following: Set[str] = set()
+        self._memo: Dict[Tuple[str, bool], Optional[List[Slot]]] = {}
+        self._steps = 0
+        self._depth = 0
+        self._cuts = 0  # how often the budget cut a count short
+
+    def slots(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
+        return self._budgeted(self._slots, node)
+
+    def _sequence(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
+        """Slots of an operand of ``+``/``*``: it must be a tuple, not a single tensor."""
+        return self._budgeted(self._sequence_slots, node)
+
+    def _budgeted(
+        self, count: Callable[[cst.BaseExpression], Optional[List[Slot]]], node: cst.BaseExpression
+    ) -> Optional[List[Slot]]:
+        self._steps += 1
+        if self._steps > MAX_STEPS or self._depth >= MAX_DEPTH:
+            self._cuts += 1
+            return None
+        self._depth += 1
+        try:
+            return count(node)
+        finally:
+            self._depth -= 1
+
+    def _unpacked(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
+        """Slots of ``*node`` in a display: a tuple, or a list display (a list name may be appended to)."""
+        return self._budgeted(self._unpacked_slots, node)
+
+    def _slots(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
+        if isinstance(node, cst.Tuple):
+            return self._display(node.elements)
+        if isinstance(node, (cst.BinaryOperation, cst.Subscript)):
+            sequence = self._sequence_slots(node)
+            if sequence is not None:
+                return sequence
+        if isinstance(node, cst.Name):
+            if node.value == "None":
+                return [(node,)]
+            named = self._name(node.value)
+            if named is not None:
+                return named
+        if self.inference.kind(node) in (Kind.TENSOR, Kind.NONE):
+            return [(node,)]
+        return None
+
+    def _sequence_slots(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
+        if isinstance(node, cst.Tuple):
+            return self._slots(node)
+        if isinstance(node, cst.BinaryOperation):
+            return self._arithmetic(node, self._sequence)
+        if isinstance(node, cst.Subscript):
+            return self._sliced(node)
+        if isinstance(node, cst.Name) and node.value != "None":
+            return self._name(node.value, tuples_only=True)
+        return None
+
+    def _unpacked_slots(self, node: cst.BaseExpression) -> Optional[List[Slot]]:
+        if isinstance(node, cst.List):
+            return self._display(node.elements)
+        if isinstance(node, cst.BinaryOperation):  # ``*[None] * 3``
+            return self._arithmetic(node, self._unpacked)
+        return self._sequence_slots(node)
+
+    def _display(self, elements: Sequence[cst.BaseElement]) -> Optional[List[Slot]]:
+        """The slots of a tuple or list display; ``*name`` counts when the length of ``name`` is certain."""
+        slots: List[Slot] = []
+        for element in elements:
+            if isinstance(element, cst.StarredElement):
+                unpacked = self._unpacked(element.value)
+                if unpacked is None:
+                    return None
+                slots.extend(unpacked)
+            else:
+                slots.append((element.value,))
+            if len(slots) > MAX_SLOTS:
+                return None
+        return slots
+
+    def _sliced(self, node: cst.Subscript) -> Optional[List[Slot]]:
+        """``grads[:3]`` of a tuple of certain length, with constant bounds."""
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Slice):
+            return None
+        bounds = node.slice[0].slice
+        limits: List[Optional[int]] = []
+        for bound in (bounds.lower, bounds.upper, bounds.step):
+            if bound is None:
+                limits.append(None)
+                continue
+            value = _constant_int(bound)
+            if value is None:
+                return None
+            limits.append(value)
+        if limits[2] == 0:
+            return None
+        sequence = self._sequence(node.value)
+        return None if sequence is None else sequence[slice(*limits)]
+
+    def _arithmetic(
+        self, node: cst.BinaryOperation, operand_slots: Callable[[cst.BaseExpression], Optional[List[Slot]]]
+    ) -> Optional[List[Slot]]:
+        if isinstance(node.operator, cst.Add):
+            # ``a + b + c`` nests to the left, one level per operand: walk the chain in a loop.
+            operands: List[cst.BaseExpression] = []
+            current: cst.BaseExpression = node
+            while isinstance(current, cst.BinaryOperation) and isinstance(current.operator, cst.Add):
+                operands.append(current.right)
+                current = current.left
+            operands.append(current)
+            total: List[Slot] = []
+            for operand in reversed(operands):
+                sequence = operand_slots(operand)
+                if sequence is None or len(total) + len(sequence) > MAX_SLOTS:
+                    return None
+                total.extend(sequence)
+            return total
+        if isinstance(node.operator, cst.Multiply):
+            for sequence_side, times_side in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(times_side, cst.Integer):
+                    sequence = operand_slots(sequence_side)
+                    times = int(times_side.evaluated_value)
+                    if sequence is not None and 0 <= times <= MAX_SLOTS and len(sequence) * times <= MAX_SLOTS:
+                        return sequence * times
+        return None
+
+    def _name(self, name: str, tuples_only: bool = False) -> Optional[List[Slot]]:
+        key = (name, tuples_only)
+        if key in self._memo:  # each name is counted once: a name used twice costs nothing more
+            found = self._memo[key]
+        else:
+            bindings = self.inference.facts.bindings.get(name)
+            if not bindings or name in self.inference.params:
+                return None
+            if name in self._following:
+                self._cuts += 1  # a cycle: what is memoized must not depend on where the cycle was entered
+                return None
+            cuts = self._cuts
+            self._following.add(name)
+            try:
+                found = self._bindings(bindings, tuples_only)
+            finally:
+                self._following.discard(name)
+            if cuts == self._cuts:  # a count the budget cut short may be known on another path: not kept
+                self._memo[key] = found
+        return None if found is None else list(found)  # callers own their list; the memo keeps its own
+
+    def _bindings(self, bindings: Sequence[Binding], tuples_only: bool) -> Optional[List[Slot]]:
+        counted: List[List[Slot]] = []
+        for binding in bindings:
+            if binding.value is None or binding.index is not None:
+                return None
+            found = self._sequence(binding.value) if tuples_only else self.slots(binding.value)
+            if found is None:
+                return None
+            counted.append(found)
+        if any(len(other) != len(counted[0]) for other in counted):
+            return None
+        if len(counted) == 1:
+            return counted[0]
+        # Merge the paths slot by slot; one node reached on two paths is kept once.
+        return [
+            tuple(dict.fromkeys(node for path in counted for node in path[index])) for index in range(len(counted[0]))
+        ]
+
+
+def _constant_int(node: cst.BaseExpression) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        magnitude = _constant_int(node.expression) if isinstance(node.expression, cst.Integer) else None
+        return None if magnitude is None else -magnitude
+    return None
+
+
+def can_fall_off(statements: Sequence[cst.BaseStatement]) -> bool:
+    """Whether running ``statements`` can reach their end, answered only where that is certain.
+
+    Loops, ``try``, ``match`` and a final bare call (which may never return) count as not falling
+    off: a false "yes" would be a false alarm.
+    """
+    while statements:
+        last = statements[-1]
+        if isinstance(last, cst.SimpleStatementLine):
+            final = last.body[-1] if last.body else None
+            if isinstance(final, (cst.Return, cst.Raise, cst.Assert)):
+                return False
+            return not (isinstance(final, cst.Expr) and isinstance(final.value, (cst.Call, cst.Await)))
+        if isinstance(last, cst.If):
+            if _block_falls_off(last.body):
+                return True
+            orelse = last.orelse
+            if orelse is None:
+                return True
+            if isinstance(orelse, cst.If):  # elif: a loop, not a recursion, however long the chain
+                statements = [orelse]
+                continue
+            return _block_falls_off(orelse.body)
+        if isinstance(last, cst.With):
+            return _block_falls_off(last.body)
+        return False
+    return True
+
+
+def _block_falls_off(block: cst.BaseSuite) -> bool:
+    # Recursion here follows indentation, which Python caps at 100 levels.
+    if isinstance(block, cst.IndentedBlock):
+        return can_fall_off(block.body)
+    if isinstance(block, cst.SimpleStatementSuite):
+        return can_fall_off([cst.SimpleStatementLine(body=block.body)])
+    return False
+
+
+# --- Reachability: when autograd never calls backward, or never takes one of its ways out ------------
+
+# dtypes autograd never differentiates: an output of one of them gets no grad_fn.
+_INTEGER_DTYPES = frozenset(
+    "torch." + name
+    for name in "bool uint8 uint16 uint32 uint64 int8 int16 int32 int64 short int long".split()
+)
+# Tensor methods that return an integer or bool tensor whatever the input.
+_INTEGER_CASTS = frozenset("long int short bool byte char".split())
+_INDEX_RESULTS = frozenset("argsort argmax argmin bucketize searchsorted nonzero argwhere".split())
+_INDEX_FACTORIES = frozenset(
+    "torch." + name for name in "argsort argmax argmin bucketize searchsorted randperm randint nonzero argwhere".split()
+)
+# The legacy typed constructors of integer and bool tensors (``torch.cuda.IntTensor(B, n)``).
+_INTEGER_CONSTRUCTORS = frozenset(
+    f"{module}.{kind}Tensor" for module in ("torch", "torch.cuda") for kind in "Byte Char Short Int Long Bool".split()
+)
+# Tensor methods whose result keeps the receiver's dtype (a view, a copy, a move between devices).
+_SAME_DTYPE_METHODS = frozenset(
+    "view reshape flatten squeeze unsqueeze contiguous clone detach cpu cuda t transpose permute flip expand repeat"
+    " zero_ fill_".split()
+)
+# Calls that take an index tensor, and where: (position in ``torch.<name>(...)``, in ``x.<name>(...)``).
+_INDEX_ARGUMENTS = {
+    "index_select": (2, 1),
+    "gather": (2, 1),
+    "take": (1, 0),
+    "take_along_dim": (1, 0),
+    "index_add": (2, 1),
+    "index_copy": (2, 1),
+    "index_fill": (2, 1),
+    "scatter": (2, 1),
+    "scatter_add": (2, 1),
+}
+
+
+def backward_never_runs(model: ClassModel, inference: TensorInference) -> bool:
+    """No output of forward can carry a gradient, so autograd builds no node and never calls backward.
+
+    An output carries none when it is passed to ``ctx.mark_non_differentiable``, is an integer or bool
+    tensor by construction, or is not a tensor; a forward that returns only None gives no output at all.
+    ``inference`` is forward's. (jvp still runs for such outputs under forward-mode AD.)
+    """
+    forward = model.method("forward")
+    if forward is None or forward.node is None or forward.facts.yields or is_stub(forward.node):
+        return False
+    marked, all_marked = _marked_non_differentiable(model, forward)
+    if all_marked:
+        return True
+    for ret in forward.facts.returns:
+        value = ret.value
+        if value is None:
+            continue
+        if isinstance(value, cst.Name) and value.value in marked.starred:
+            continue
+        elements = value.elements if isinstance(value, cst.Tuple) else [cst.Element(value)]
+        for element in elements:
+            if isinstance(element, cst.StarredElement):
+                if not (isinstance(element.value, cst.Name) and element.value.value in marked.starred):
+                    return False
+            elif not _carries_no_gradient(element.value, marked.names, inference):
+                return False
+    return True
+
+
+@dataclass
+class _Marked:
+    names: Set[str]  # ctx.mark_non_differentiable(a, b)
+    starred: Set[str]  # ctx.mark_non_differentiable(*outputs): every element of ``outputs``
+
+
+def _marked_non_differentiable(model: ClassModel, forward: Method) -> Tuple[_Marked, bool]:
+    """The names forward marks non-differentiable, and whether setup_context marks its whole ``output``."""
+    marked = _Marked(set(), set())
+    if forward.ctx_name is not None:
+        for call in forward.facts.ctx_calls.get("mark_non_differentiable", []):
+            for arg in call.args:
+                if isinstance(arg.value, cst.Name) and arg.keyword is None:
+                    (marked.starred if arg.star == "*" else marked.names).add(arg.value.value)
+    setup = model.method("setup_context") if model.setup_context_style else None
+    if setup is None or setup.signature is None or len(setup.signature.positional) < 3:
+        return marked, False
+    output = setup.signature.positional[2].name
+    whole = any(
+        isinstance(arg.value, cst.Name) and arg.value.value == output and arg.keyword is None
+        for call in setup.facts.ctx_calls.get("mark_non_differentiable", [])
+        for arg in call.args
+    )
+    return marked, whole
+
+
+def _carries_no_gradient(node: cst.BaseExpression, marked: Set[str], inference: TensorInference) -> bool:
+    if is_none(node) or (isinstance(node, cst.Name) and node.value in marked):
+        return True
+    if inference.kind(node) in (Kind.NONE, Kind.NOT_TENSOR):
+        return True
+    return is_integer_tensor(node, inference)
+
+
+def is_integer_tensor(
+    node: cst.BaseExpression, inference: TensorInference, depth: int = 0, names: Optional[Dict[str, bool]] = None
+) -> bool:
+    """An integer or bool tensor by construction: ``x.long()``, ``torch.argsort(x)``, ``dtype=torch.int32``,
+    a legacy typed constructor (``torch.cuda.IntTensor(B, n)``, then ``.zero_()``), a comparison
+    (``scores > 0``), a part, view or copy of one (``inds[:k]``, ``valid[inds]``), or a local name every
+    binding of which is one. Each name is judged once per question (``names``), so chains of
+    names bound several times each cost linear time.
+
+    A name used as an index (``x[inds]``, ``torch.index_select(x, 0, inds)``, ``x.gather(1, inds)``) is an
+    integer or bool tensor there, whatever produced it: one unknown call's result (``inds = kernel(...)``),
+    re-bound only to parts of itself (``inds = inds[:k]``) or to other integer tensors, has that dtype on
+    every path."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(node, cst.Name):
+        names = {} if names is None else names
+        if node.value in names:
+            return names[node.value]
+        names[node.value] = False  # while it is judged: a cycle proves nothing
+        verdict = _integer_name(node.value, inference, depth, names)
+        names[node.value] = verdict
+        return verdict
+    if isinstance(node, cst.Comparison):
+        return True  # a bool tensor (or a plain bool, which carries no gradient either)
+    if isinstance(node, cst.Subscript):
+        return is_integer_tensor(node.value, inference, depth + 1, names)
+    if not isinstance(node, cst.Call):
+        return False
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in _SAME_DTYPE_METHODS:
+        return is_integer_tensor(node.func.value, inference, depth + 1, names)
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "dtype":
+            return _dotted(arg.value, inference) in _INTEGER_DTYPES
+    func = node.func
+    if _dotted(func, inference) in _INTEGER_CONSTRUCTORS:
+        return True
+    if isinstance(func, cst.Attribute):
+        method = func.attr.value
+        if method in _INTEGER_CASTS and not node.args:
+            return True
+        if method in _INDEX_RESULTS or _dotted(func, inference) in _INDEX_FACTORIES:
+            return True
+        if method in ("to", "type") and len(node.args) == 1 and node.args[0].keyword is None:
+            return _dotted(node.args[0].value, inference) in _INTEGER_DTYPES
+    return False
+
+
+def _integer_name(name: str, inference: TensorInference, depth: int, names: Dict[str, bool]) -> bool:
+    bindings = inference.facts.bindings.get(name) or []
+    if not bindings or name in inference.params:
+        return False
+    if any(binding.value is None or binding.index is not None for binding in bindings):
+        return False
+    witnessed = name in _index_names(inference)
+    unknown = 0  # bindings whose dtype only the use as an index shows
+    for binding in bindings:
+        assert binding.value is not None
+        if witnessed and _part_of(binding.value, name):
+            continue  # ``inds = inds[:k]``: the dtype of the name's other bindings
+        if is_integer_tensor(binding.value, inference, depth + 1, names):
+            continue
+        if not witnessed or not _unknown_call(binding.value, inference):
+            return False
+        unknown += 1
+    return unknown <= 1  # two unknown calls: the index use may see only one of them
+
+
+def _part_of(node: cst.BaseExpression, name: str) -> bool:
+    """``name`` itself, or a part, view or copy of it (same dtype)."""
+    return _root_name(node) == name
+
+
+def _unknown_call(node: cst.BaseExpression, inference: TensorInference) -> bool:
+    """A call whose result's dtype nothing here tells: not a ``torch`` function, not a tensor method."""
+    if not isinstance(node, cst.Call):
+        return False
+    dotted = _dotted(node.func, inference) or ""
+    return not dotted.startswith("torch.") and inference.kind(node) is not Kind.NOT_TENSOR
+
+
+# The names each method uses as an index, found once per method.
+_INDEX_NAMES: "weakref.WeakKeyDictionary[TensorInference, FrozenSet[str]]" = weakref.WeakKeyDictionary()
+
+
+def _index_names(inference: TensorInference) -> FrozenSet[str]:
+    found = _INDEX_NAMES.get(inference)
+    if found is None:
+        found = frozenset(_find_index_names(inference))
+        _INDEX_NAMES[inference] = found
+    return found
+
+
+def _find_index_names(inference: TensorInference) -> Set[str]:
+    """Names the method's body uses as an index: ``x[name]``, ``x[name, :]``, or the index argument of
+    ``index_select``, ``gather``, ``take``, ``scatter``, ... (bare, by keyword, or as a tensor method)."""
+    node = inference.method.node
+    found: Set[str] = set()
+    if node is None:
+        return found
+    for child in walk_scope(node.body):
+        if isinstance(child, cst.Subscript):
+            for element in child.slice:
+                index = element.slice
+                root = _root_name(index.value) if isinstance(index, cst.Index) and index.star is None else None
+                if root is not None:
+                    found.add(root)
+        elif isinstance(child, cst.Call):
+            name = _index_argument_name(child, inference)
+            if name is not None:
+                found.add(name)
+    return found
+
+
+def _index_argument_name(call: cst.Call, inference: TensorInference) -> Optional[str]:
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    positions = _INDEX_ARGUMENTS.get(func.attr.value)
+    if positions is None:
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "index":
+            return _root_name(arg.value)
+    if any(arg.star for arg in call.args):
+        return None
+    is_torch_function = _dotted(func, inference) == f"torch.{func.attr.value}"
+    position = positions[0] if is_torch_function else positions[1]
+    positional = [arg for arg in call.args if arg.keyword is None]
+    return _root_name(positional[position].value) if position < len(positional) else None
+
+
+def _root_name(node: cst.BaseExpression) -> Optional[str]:
+    """The name an index is a part, view or copy of (``inds``, ``inds[:k]``, ``inds.unsqueeze(1)``)."""
+    while True:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif (
+            isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _SAME_DTYPE_METHODS
+        ):
+            node = node.func.value
+        else:
+            return node.value if isinstance(node, cst.Name) and node.value != "None" else None
+
+
+def _dotted(node: cst.BaseExpression, inference: TensorInference) -> Optional[str]:
+    dotted = cst_dotted(node)
+    if dotted is None:
+        return None
+    return inference.imports.resolve_dotted(dotted) or dotted
+
+
+def fall_off_mirrors_forward(backward: Method, forward: Method) -> bool:
+    """Backward falls off its end only where forward returned None, so autograd never gets there.
+
+    Both end with an ``if``/``elif`` chain; backward's has no ``else`` and each of its branches returns
+    or raises; every condition of forward's chain is also one of backward's, and forward returns only
+    inside the branches of its chain (its ``else``, if any, does not return). When backward falls
+    through, all its conditions are false, so forward's were too: forward returned None (or raised),
+    and ``apply`` built no node.
+    """
+    backward_chain = _final_chain(backward)
+    forward_chain = _final_chain(forward)
+    if backward_chain is None or forward_chain is None:
+        return False
+    backward_tests, backward_branches, backward_else = backward_chain
+    forward_tests, forward_branches, _ = forward_chain
+    if backward_else is not None or any(_block_falls_off(branch) for branch in backward_branches):
+        return False
+    inside = {
+        id(node) for branch in forward_branches for node in walk_scope(branch) if isinstance(node, cst.Return)
+    }
+    if any(id(ret) not in inside for ret in forward.facts.returns):
+        return False
+    backward_keys = {fingerprint(test) for test in backward_tests}
+    return all(fingerprint(test) in backward_keys for test in forward_tests)
+
+
+def _final_chain(
+    method: Method,
+) -> Optional[Tuple[List[cst.BaseExpression], List[cst.BaseSuite], Optional[cst.BaseSuite]]]:
+    """The conditions and branches of the ``if``/``elif`` chain that ends ``method``, and its ``else``."""
+    node = method.node
+    if node is None or not isinstance(node.body, cst.IndentedBlock) or not node.body.body:
+        return None
+    current = node.body.body[-1]
+    if not isinstance(current, cst.If):
+        return None
+    tests: List[cst.BaseExpression] = []
+    branches: List[cst.BaseSuite] = []
+    while True:
+        tests.append(current.test)
+        branches.append(current.body)
+        orelse = current.orelse
+        if isinstance(orelse, cst.If):
+            current = orelse
+            continue
+        return tests, branches, None if orelse is None else orelse.body

@@ -1,0 +1,1 @@
+"""What forward leaves on ctx for backward: saved tensors and attributes."""

@@ -1,0 +1,1 @@
+"""The models rules read: a Function class, the Function a custom op generates."""

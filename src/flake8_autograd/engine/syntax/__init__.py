@@ -1,0 +1,1 @@
+"""Source text, libcst and ast: parsing a class, walks, scopes, names and imports."""

@@ -6,7 +6,8 @@ from typing import Iterator, Optional
 
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import CONTRACT_METHODS, ClassModel
-from ..core.fixes import Edit, Fix, locator
+from ..core.fixes import Edit, Fix
+from ..engine.syntax.locate import locator
 from .base import Finding, Rule
 
 

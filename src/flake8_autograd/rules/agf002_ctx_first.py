@@ -12,7 +12,8 @@ from ..engine.analysis.module_analysis import Analysis
 from ..core.conventions import CtxNames
 from ..engine.models.class_model import ClassModel, Method, Param, uses_first_as_ctx
 from ..engine.syntax.walk import walk
-from ..core.fixes import Fix, NodeLocator, locator
+from ..core.fixes import Fix
+from ..engine.syntax.locate import NodeLocator, locator
 from .base import Finding, Rule
 
 # Calls that read local variables by name: a rename would change what they see.

@@ -16,7 +16,8 @@ from ..engine.analysis.buffers import filled_output_buffer
 from ..engine.models.class_model import ClassModel, CtxStore, Method
 from ..engine.facts.tensors import Kind, TensorInference
 from ..engine.syntax.walk import cst_dotted, short_code, walk_scope
-from ..core.fixes import Edit, Fix, locator
+from ..core.fixes import Edit, Fix
+from ..engine.syntax.locate import locator
 from .base import Finding, Rule
 
 

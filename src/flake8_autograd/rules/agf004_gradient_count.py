@@ -11,7 +11,8 @@ from ..engine.facts.counting import CountedReturn, fall_off_mirrors_forward, slo
 from ..engine.models.custom_op_model import is_custom_op
 from ..engine.models.class_model import ClassModel, ForwardInputs, Method, forward_inputs, return_index
 from ..engine.facts.tensors import Kind, annotation_kind
-from ..core.fixes import Edit, Fix, locator
+from ..core.fixes import Edit, Fix
+from ..engine.syntax.locate import locator
 from .base import Finding, Rule, listed
 
 

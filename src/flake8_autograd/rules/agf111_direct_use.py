@@ -7,7 +7,8 @@ from typing import Iterator, Optional, Sequence, Tuple
 
 from ..engine.analysis.module_analysis import Analysis, DirectUse
 from ..engine.models.class_model import ClassModel
-from ..core.fixes import Edit, Fix, ast_span, text_between
+from ..core.fixes import Edit, Fix, text_between
+from ..engine.syntax.locate import ast_span
 from .base import Finding, Rule
 
 

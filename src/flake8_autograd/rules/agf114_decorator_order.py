@@ -8,7 +8,8 @@ import libcst as cst
 
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import CONTRACT_METHODS, ClassModel
-from ..core.fixes import Fix, bare_code, locator
+from ..core.fixes import Fix
+from ..engine.syntax.locate import bare_code, locator
 from .base import Finding, Rule
 
 

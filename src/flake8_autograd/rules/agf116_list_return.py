@@ -9,7 +9,8 @@ import libcst as cst
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.custom_op_model import is_custom_op
 from ..engine.models.class_model import ClassModel, return_index
-from ..core.fixes import Edit, Fix, bare_code, locator
+from ..core.fixes import Edit, Fix
+from ..engine.syntax.locate import bare_code, locator
 from .base import Finding, Rule
 
 

@@ -14,7 +14,7 @@ from ..engine.facts.ctx.saved_paths import (
     saving_paths,
     unconditional,
 )
-from .base import Finding, Rule
+from .base import Finding, Rule, beside
 
 # The methods that read ``ctx.saved_tensors`` (vjp is backward's other name).
 _READERS = ("backward", "vjp", "jvp")
@@ -107,10 +107,3 @@ class SavedTensorsReadRule(Rule):
             yield self.report(
                 reader, reached, self.partial, method=reader.qualname, saver=beside(saver, reader), line=line
             )
-
-
-def beside(method: Method, reader: Method) -> str:
-    """How a message that opens with ``reader``'s name names ``method``: by its bare name when both are
-    methods of one class (``forward``), else in full (a base's method, an operator's registered function)."""
-    owner = reader.qualname.rpartition(".")[0]
-    return method.name if owner and method.qualname == f"{owner}.{method.name}" else method.qualname

@@ -11,7 +11,8 @@ from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import ClassModel, Method
 from ..engine.facts.tensors import Kind
 from ..engine.syntax.walk import short_code
-from ..core.fixes import Fix, locator
+from ..core.fixes import Fix
+from ..engine.syntax.locate import locator
 from .base import Finding, Rule
 
 

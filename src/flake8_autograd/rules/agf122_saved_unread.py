@@ -10,8 +10,7 @@ from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import ClassModel
 from ..engine.facts.ctx.saved_slots import unread_saves
 from ..engine.syntax.walk import short_code
-from .agf117_saved_tensors_read import beside
-from .base import Finding, Rule
+from .base import Finding, Rule, beside
 
 
 class SavedUnreadRule(Rule):

@@ -14,8 +14,7 @@ from ..engine.facts.ctx.attributes import (
 from ..engine.models.custom_op_model import is_custom_op
 from ..engine.models.class_model import ClassModel, Method
 from ..engine.facts.ctx.saved_paths import SAVING_CALLS, returns_a_value, unconditional
-from .agf117_saved_tensors_read import beside
-from .base import Finding, Rule
+from .base import Finding, Rule, beside
 
 # The methods whose ctx is the graph node forward's ctx became.
 _READERS = ("backward", "vjp", "jvp")

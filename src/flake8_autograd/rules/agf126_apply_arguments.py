@@ -11,7 +11,7 @@ from ..engine.facts.amp import amp_decorators
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.analysis.apply_sites import ApplySite, apply_sites
 from ..engine.models.class_model import ClassModel, Method, Param
-from ..core.fixes import ast_span
+from ..engine.syntax.locate import ast_span
 from .base import Finding, Rule
 
 # The first release whose ``apply`` takes keyword arguments in the combined style (forward(ctx, ...));

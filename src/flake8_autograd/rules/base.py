@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional, S
 import libcst as cst
 
 from ..core.findings import Finding as Finding  # re-exported: what a rule yields is part of what a rule is
-from ..core.fixes import Fix, ends_wanted, fixes_wanted, node_end
+from ..core.fixes import Fix, ends_wanted, fixes_wanted
+from ..engine.syntax.locate import node_end
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.analysis.module_analysis import Analysis
@@ -146,3 +147,10 @@ def listed(names: Sequence[str], limit: int = 4) -> str:
     if len(names) <= limit:
         return ", ".join(names)
     return ", ".join(names[: limit - 1]) + f", ... ({len(names) - limit + 1} more)"
+
+
+def beside(method: "Method", reader: "Method") -> str:
+    """How a message that opens with ``reader``'s name names ``method``: by its bare name when both are
+    methods of one class (``forward``), else in full (a base's method, an operator's registered function)."""
+    owner = reader.qualname.rpartition(".")[0]
+    return method.name if owner and method.qualname == f"{owner}.{method.name}" else method.qualname

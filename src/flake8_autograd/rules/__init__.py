@@ -1,4 +1,8 @@
-"""The rules, one module each. ``RULES`` is the registry every adapter runs."""
+"""The rules, one module per code (``agf003_tensor_on_ctx.py``): its message, the examples it must catch
+and must not, its check as a short query of the engine's model, and its fix. :mod:`.base` says what a
+rule is. ``RULES`` (on by default) and ``PREVIEW_RULES`` are the registry the checking layer runs.
+A rule may import :mod:`..engine` and :mod:`..core`, and :mod:`.base`; never another rule.
+"""
 
 from __future__ import annotations
 

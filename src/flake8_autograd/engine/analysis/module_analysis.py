@@ -24,7 +24,8 @@ from ..syntax.names import ImportTable, ast_dotted
 from ..facts.op_facts import globals_assigned_in_functions, module_bound_names, module_state_holders
 from ..facts.provenance import ALLOCATIONS, LAYOUT_METHODS
 from ..syntax.scopes import CLASS, ModuleScopes, Scope
-from ..facts.tensors import Kind, TensorInference
+from ..facts.tensor_kinds import Kind
+from ..facts.tensors import TensorInference
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,7 +14,8 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 import libcst as cst
 
 from ..models.class_model import Binding, ClassModel, Method
-from .tensors import Kind, TensorInference
+from .tensor_kinds import Kind
+from .tensors import TensorInference
 from ..syntax.walk import cst_dotted, fingerprint, walk_scope
 
 _NONE = cst.Name("None")

@@ -7,7 +7,7 @@ parameters with no tensor use, names bound in loops — so that unsure means sil
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
@@ -60,6 +60,11 @@ if TYPE_CHECKING:
 MAX_STEPS = 20_000
 MAX_DEPTH = 100
 
+# Which of a class's forward inputs every way out of its own backward certainly gives a gradient (not
+# None): :func:`.counting.inputs_certainly_given_gradients`, which counts backward's returns with an
+# inference of its own. Counting builds on this module, so the reader is passed in.
+GivenGradients = Callable[[ClassModel, ImportTable], FrozenSet[str]]
+
 
 def _is_literal(node: cst.BaseExpression) -> bool:
     return isinstance(
@@ -88,11 +93,13 @@ class TensorInference:
         role: str,
         budget: Optional[_Budget] = None,
         module: Optional["ModuleFacts"] = None,
+        given_gradients: Optional[GivenGradients] = None,
     ) -> None:
         self.method = method
         self.model = model
         self.imports = imports
         self.module = module  # what the module's own functions and callers say (None: look inside the class only)
+        self.given_gradients = given_gradients  # what backward's returns say of forward's inputs (None: not asked)
         self.role = role  # which contract method's body this is: "forward", "setup_context", ...
         self.facts = method.facts
         signature = method.signature
@@ -478,7 +485,8 @@ class TensorInference:
         not a Variable"), so in working code those inputs are tensors."""
         if self._given_gradients is None:
             self._given_gradients = frozenset()  # a question asked while answering this one gets no answer
-            self._given_gradients = _inputs_given_gradients(self.model, self.imports)
+            if self.given_gradients is not None:
+                self._given_gradients = self.given_gradients(self.model, self.imports)
         return self._given_gradients
 
     def _callers_pass_non_tensors(self, param: Param) -> bool:
@@ -537,7 +545,7 @@ class TensorInference:
             if forward is None or forward.node is None or forward is self.method:
                 return None
             self._forward_inference = TensorInference(
-                forward, forward.owner, self.imports, "forward", self._budget, self.module
+                forward, forward.owner, self.imports, "forward", self._budget, self.module, self.given_gradients
             )
         return self._forward_inference
 
@@ -600,41 +608,6 @@ _ORDERED_KINDS = frozenset(
     + (cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.ExceptHandler, cst.Del, cst.Import,
        cst.ImportFrom, cst.Global, cst.Nonlocal, cst.MatchAs, cst.MatchStar)
 )
-
-
-# Models whose backward is being read for the gradients it returns: a forward input asked about meanwhile
-# (backward reading what forward saved) is answered without this fact, so the question does not recur.
-_READING_GRADIENTS: Set[int] = set()
-
-
-def _inputs_given_gradients(model: ClassModel, imports: ImportTable) -> FrozenSet[str]:
-    from .counting import counted_returns  # counting builds on this module
-
-    inputs = model.forward_inputs()
-    backward = model.own_methods.get("backward")
-    if inputs is None or backward is None or backward.node is None or id(model) in _READING_GRADIENTS:
-        return frozenset()
-    _READING_GRADIENTS.add(id(model))
-    try:
-        inference = TensorInference(backward, model, imports, "backward")
-        returns = counted_returns(backward, inference)
-        if not returns or any(way.slots is None or len(way.slots) != len(inputs.params) for way in returns):
-            return frozenset()
-        return frozenset(
-            param.name for index, param in enumerate(inputs.params)
-            if all(_certainly_a_value(value, inference) for way in returns for value in (way.slots or [])[index])
-        )
-    finally:
-        _READING_GRADIENTS.discard(id(model))
-
-
-def _certainly_a_value(node: cst.BaseExpression, inference: "TensorInference") -> bool:
-    """Arithmetic, or a call known to give a tensor: never None, whatever the operands are."""
-    if isinstance(node, cst.BinaryOperation):
-        return True
-    if isinstance(node, cst.UnaryOperation):
-        return not isinstance(node.operator, cst.Not)
-    return isinstance(node, cst.Call) and inference.kind(node) is Kind.TENSOR
 
 
 class _Evidence:

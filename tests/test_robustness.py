@@ -35,7 +35,8 @@ from flake8_autograd.checking.class_checks import _ModelBuilder
 from flake8_autograd.engine.discovery.functions import Discovery
 from flake8_autograd.engine.models.class_model import ClassModel
 from flake8_autograd.engine.syntax.source import parse_class
-from flake8_autograd.engine.facts.tensors import Kind, TensorInference
+from flake8_autograd.engine.facts.tensor_kinds import Kind
+from flake8_autograd.engine.facts.tensors import TensorInference
 from flake8_autograd.engine.syntax.walk import walk
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding, Rule

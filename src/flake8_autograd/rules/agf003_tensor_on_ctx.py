@@ -14,7 +14,8 @@ import libcst as cst
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.analysis.buffers import filled_output_buffer
 from ..engine.models.class_model import ClassModel, CtxStore, Method
-from ..engine.facts.tensors import Kind, TensorInference
+from ..engine.facts.tensor_kinds import Kind
+from ..engine.facts.tensors import TensorInference
 from ..engine.syntax.walk import cst_dotted, short_code, walk_scope
 from ..core.fixes import Edit, Fix
 from ..engine.syntax.locate import locator

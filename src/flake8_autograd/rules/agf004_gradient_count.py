@@ -10,7 +10,7 @@ from ..engine.analysis.module_analysis import Analysis
 from ..engine.facts.counting import CountedReturn, fall_off_mirrors_forward, slot_is_none
 from ..engine.models.custom_op_model import is_custom_op
 from ..engine.models.class_model import ClassModel, ForwardInputs, Method, forward_inputs, return_index
-from ..engine.facts.tensors import Kind, annotation_kind
+from ..engine.facts.tensor_kinds import Kind, annotation_kind
 from ..core.fixes import Edit, Fix
 from ..engine.syntax.locate import locator
 from .base import Finding, Rule, listed

@@ -9,7 +9,7 @@ import libcst as cst
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import ClassModel, forward_inputs
 from ..engine.facts.provenance import Computation, Provenance
-from ..engine.facts.tensors import Kind
+from ..engine.facts.tensor_kinds import Kind
 from ..engine.facts.tied_inputs import apply_call_sources, tied
 from ..engine.syntax.walk import walk
 from .base import Finding, Rule, listed

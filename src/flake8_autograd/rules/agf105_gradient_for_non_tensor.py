@@ -8,7 +8,8 @@ import libcst as cst
 
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import ClassModel, Method
-from ..engine.facts.tensors import Kind, TensorInference, annotation_kind
+from ..engine.facts.tensor_kinds import Kind, annotation_kind
+from ..engine.facts.tensors import TensorInference
 from .base import Finding, Rule
 
 # Expressions that are certainly not None: computations and number literals.

@@ -10,7 +10,7 @@ from ..engine.analysis.aliases import Write, method_writes
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.facts.counting import slot_is_none
 from ..engine.models.class_model import ClassModel, Method
-from ..engine.facts.tensors import Kind
+from ..engine.facts.tensor_kinds import Kind
 from .base import Finding, Rule
 
 

@@ -9,7 +9,7 @@ import libcst as cst
 from ..engine.analysis.aliases import method_writes
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import ClassModel, Method
-from ..engine.facts.tensors import Kind
+from ..engine.facts.tensor_kinds import Kind
 from ..engine.syntax.walk import short_code
 from ..core.fixes import Fix
 from ..engine.syntax.locate import locator

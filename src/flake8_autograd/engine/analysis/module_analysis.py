@@ -13,7 +13,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 import libcst as cst
 
 from ...core.conventions import CtxNames, TorchVersion
-from ..facts.counting import CountedReturn, backward_never_runs, counted_returns
+from ..facts.counting import CountedReturn, backward_never_runs, counted_returns, inputs_certainly_given_gradients
 from ..facts.ctx.attributes import stored_through_graph_nodes
 from ..discovery.functions import ClassSite, Discovery
 from ..facts.grad_free import grad_free_arguments
@@ -24,7 +24,8 @@ from ..syntax.names import ImportTable, ast_dotted
 from ..facts.op_facts import globals_assigned_in_functions, module_bound_names, module_state_holders
 from ..facts.provenance import ALLOCATIONS, LAYOUT_METHODS
 from ..syntax.scopes import CLASS, ModuleScopes, Scope
-from ..facts.tensors import Kind, TensorInference
+from ..facts.tensor_kinds import Kind
+from ..facts.tensors import TensorInference
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,7 +118,10 @@ class Analysis:
         key = (method, role or method.name)
         found = self._inference.get(key)
         if found is None:
-            found = TensorInference(method, method.owner, self.imports, role or method.name, module=self.module_facts)
+            found = TensorInference(
+                method, method.owner, self.imports, role or method.name, module=self.module_facts,
+                given_gradients=inputs_certainly_given_gradients,
+            )
             self._inference[key] = found
         return found
 
@@ -145,7 +149,10 @@ class Analysis:
                 cuts = shared.cuts
                 found = backward_never_runs(model, shared)
                 if shared.cuts != cuts:
-                    fresh = TensorInference(forward, forward.owner, self.imports, "forward", module=self.module_facts)
+                    fresh = TensorInference(
+                        forward, forward.owner, self.imports, "forward", module=self.module_facts,
+                        given_gradients=inputs_certainly_given_gradients,
+                    )
                     found = backward_never_runs(model, fresh)
             self._backward_never_runs[model] = found
         return found

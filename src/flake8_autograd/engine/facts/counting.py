@@ -14,7 +14,9 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 import libcst as cst
 
 from ..models.class_model import Binding, ClassModel, Method
-from .tensors import Kind, TensorInference
+from ..syntax.names import ImportTable
+from .tensor_kinds import Kind
+from .tensors import TensorInference
 from ..syntax.walk import cst_dotted, fingerprint, walk_scope
 
 _NONE = cst.Name("None")
@@ -384,6 +386,41 @@ _INDEX_ARGUMENTS = {
     "scatter": (2, 1),
     "scatter_add": (2, 1),
 }
+
+
+# Models whose backward is being read for the gradients it returns: a forward input asked about meanwhile
+# (backward reading what forward saved) is answered without this fact, so the question does not recur.
+_READING_GRADIENTS: Set[int] = set()
+
+
+def inputs_certainly_given_gradients(model: ClassModel, imports: ImportTable) -> FrozenSet[str]:
+    """Forward's inputs for which every way out of the class's own backward returns a gradient that is
+    certainly not None (what :class:`.TensorInference` of forward is given, to read them as tensors)."""
+    inputs = model.forward_inputs()
+    backward = model.own_methods.get("backward")
+    if inputs is None or backward is None or backward.node is None or id(model) in _READING_GRADIENTS:
+        return frozenset()
+    _READING_GRADIENTS.add(id(model))
+    try:
+        inference = TensorInference(backward, model, imports, "backward")
+        returns = counted_returns(backward, inference)
+        if not returns or any(way.slots is None or len(way.slots) != len(inputs.params) for way in returns):
+            return frozenset()
+        return frozenset(
+            param.name for index, param in enumerate(inputs.params)
+            if all(_certainly_a_value(value, inference) for way in returns for value in (way.slots or [])[index])
+        )
+    finally:
+        _READING_GRADIENTS.discard(id(model))
+
+
+def _certainly_a_value(node: cst.BaseExpression, inference: TensorInference) -> bool:
+    """Arithmetic, or a call known to give a tensor: never None, whatever the operands are."""
+    if isinstance(node, cst.BinaryOperation):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return not isinstance(node.operator, cst.Not)
+    return isinstance(node, cst.Call) and inference.kind(node) is Kind.TENSOR
 
 
 def backward_never_runs(model: ClassModel, inference: TensorInference) -> bool:

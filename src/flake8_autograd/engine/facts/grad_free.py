@@ -20,7 +20,7 @@ from typing import Optional, Set
 from ..discovery.functions import MAX_LOCAL_DEPTH, ClassSite, Discovery
 from ..syntax.names import ast_dotted
 from ..syntax.scopes import CLASS, FUNCTION, ModuleScopes, Scope
-from .tensors import MAX_ANNOTATION_DEPTH
+from .tensor_kinds import MAX_ANNOTATION_DEPTH
 
 # torch's dtypes, by the names ``torch`` exports them under.
 TORCH_DTYPES = frozenset(

@@ -23,7 +23,7 @@ import libcst as cst
 
 from ..discovery.functions import ClassSite, Discovery
 from ..syntax.names import ImportTable, ast_dotted
-from .tensors import MAX_ANNOTATION_LENGTH, Kind, annotation_kind
+from .tensor_kinds import MAX_ANNOTATION_LENGTH, Kind, annotation_kind
 
 
 @dataclass(frozen=True)
@@ -469,7 +469,7 @@ def statement_names(statement: ast.stmt) -> List[str]:
 
 
 def _as_cst(annotation: Optional[ast.expr]) -> Optional[cst.BaseExpression]:
-    """The annotation as libcst reads it, for :func:`.tensors.annotation_kind`; None past a sane size."""
+    """The annotation as libcst reads it, for :func:`.tensor_kinds.annotation_kind`; None past a sane size."""
     if annotation is None:
         return None
     try:

@@ -7,10 +7,7 @@ parameters with no tensor use, names bound in loops — so that unsure means sil
 
 from __future__ import annotations
 
-import bisect
-import enum
-import itertools
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
@@ -24,7 +21,35 @@ from ..models.class_model import (
     forward_inputs,
 )
 from ..syntax.names import ImportTable
-from ..syntax.walk import children, cst_dotted, walk_scope
+from ..syntax.walk import children
+from .narrowing import narrowings, proven_by_test
+from .reaching_bindings import (
+    COMPREHENSIONS,
+    NESTED_SCOPES,
+    ReachingBindings,
+    bound_names,
+    mentions,
+    rebinds_plainly,
+    target_names,
+)
+from .tensor_kinds import Kind, annotation_kind, join, resolved_dotted
+from .torch_names import (
+    FUNCTIONAL_NON_TENSOR,
+    LEGACY_CONSTRUCTORS,
+    NON_TENSOR_ATTRIBUTES,
+    NON_TENSOR_BUILTINS,
+    NON_TENSOR_METHODS,
+    SIZED_TENSOR_ONLY_METHODS,
+    SPLITTING_METHODS,
+    TENSOR_ATTRIBUTES,
+    TENSOR_EVIDENCE_METHODS,
+    TENSOR_METHODS,
+    TENSOR_ONLY_METHODS,
+    TENSOR_POSITIONS,
+    TENSOR_SEQUENCE_FUNCTIONS,
+    TORCH_NON_TENSORS,
+    TORCH_TENSOR_FUNCTIONS,
+)
 
 if TYPE_CHECKING:
     from .module_facts import HelperSignature, ModuleFacts
@@ -35,197 +60,10 @@ if TYPE_CHECKING:
 MAX_STEPS = 20_000
 MAX_DEPTH = 100
 
-# String annotations longer than this are not parsed (no real one comes close): libcst's parser
-# overflows the C stack on deeply nested text.
-MAX_ANNOTATION_LENGTH = 500
-# Levels of ``X | Y``, ``Optional[...]`` and string annotations followed.
-MAX_ANNOTATION_DEPTH = 20
-
-
-class Kind(enum.Enum):
-    TENSOR = "tensor"  # a tensor, possibly None on some paths (``Optional[Tensor]``)
-    NONE = "None"  # the literal None
-    NOT_TENSOR = "not a tensor"
-    UNKNOWN = "unknown"
-
-
-def join(kinds: List[Kind]) -> Kind:
-    """The kind of a value that may be any of ``kinds`` (one per path)."""
-    distinct = set(kinds)
-    if not distinct:
-        return Kind.UNKNOWN
-    if len(distinct) == 1:
-        return kinds[0]
-    if distinct == {Kind.TENSOR, Kind.NONE}:
-        return Kind.TENSOR
-    if distinct == {Kind.NOT_TENSOR, Kind.NONE}:
-        return Kind.NOT_TENSOR
-    return Kind.UNKNOWN
-
-
-# torch functions that always return one tensor.
-TORCH_TENSOR_FUNCTIONS: FrozenSet[str] = frozenset(
-    """
-    tensor as_tensor as_strided from_numpy zeros ones empty full zeros_like ones_like empty_like
-    full_like rand randn randint rand_like randn_like randint_like randperm arange linspace logspace
-    eye empty_strided scalar_tensor matmul mm bmm mv addmm addmv addbmm baddbmm addcmul addcdiv einsum
-    cat concat concatenate stack hstack vstack dstack exp expm1 log log1p log2 log10 sigmoid tanh relu
-    abs sqrt rsqrt pow mul multiply add sub subtract div divide true_divide floor_divide remainder fmod
-    neg negative sum mean prod cumsum cumprod logsumexp softmax log_softmax clamp clip clamp_min
-    clamp_max transpose swapaxes permute reshape flatten squeeze unsqueeze t outer dot inner cross
-    gather scatter scatter_add index_select masked_fill masked_select narrow roll flip tril triu diag
-    diag_embed diagonal sign erf erfc sin cos tan sinh cosh asin acos atan atan2 maximum minimum clone
-    bernoulli multinomial reciprocal square floor ceil round trunc frac lerp where tile repeat_interleave
-    broadcast_to expand_copy conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
-    layer_norm group_norm batch_norm dropout embedding bilinear nan_to_num isnan isinf isfinite logical_and
-    logical_or logical_not logical_xor eq ne lt le gt ge bitwise_and bitwise_or bitwise_xor bitwise_not
-    norm dist cdist var std argmax argmin count_nonzero bincount histc searchsorted bucketize
-    index_add index_copy index_fill take take_along_dim masked_scatter kron trace tensordot
-    """.split()
-)
-
-# torch attributes that are certainly not tensors.
-TORCH_NON_TENSORS: FrozenSet[str] = frozenset(
-    """
-    Size device dtype finfo iinfo is_tensor is_storage is_grad_enabled is_inference_mode_enabled
-    is_floating_point is_complex is_nonzero get_default_dtype numel result_type promote_types
-    can_cast is_autocast_enabled get_autocast_gpu_dtype get_autocast_dtype get_num_threads
-    broadcast_shapes Generator Stream Event
-    """.split()
-)
-
-# nn.functional names that return a tuple, or are not ops at all.
-FUNCTIONAL_NON_TENSOR: FrozenSet[str] = frozenset(
-    """
-    multi_head_attention_forward max_pool1d_with_indices max_pool2d_with_indices max_pool3d_with_indices
-    fractional_max_pool2d_with_indices fractional_max_pool3d_with_indices adaptive_max_pool1d_with_indices
-    adaptive_max_pool2d_with_indices adaptive_max_pool3d_with_indices Tensor Callable Optional List Tuple
-    """.split()
-)
-
-# Tensor methods that return one tensor when called on a tensor.
-TENSOR_METHODS: FrozenSet[str] = frozenset(
-    """
-    clone detach float double half bfloat16 long int short bool byte char to cpu cuda contiguous view
-    view_as reshape reshape_as expand expand_as t transpose permute flatten squeeze unsqueeze sum mean
-    prod exp log sigmoid tanh relu abs sqrt rsqrt pow mul add sub div neg matmul mm bmm clamp clamp_min
-    clamp_max masked_fill narrow select index_select gather scatter new_zeros new_ones new_empty new_full
-    new_tensor type_as repeat flip roll cumsum softmax log_softmax norm sign square reciprocal
-    detach_ zero_ fill_ add_ sub_ mul_ div_ copy_ clamp_ masked_fill_ scatter_ index_add_ neg_ exp_
-    """.split()
-)
-
-# Methods that exist only on tensors and return a tensor, whatever we know of the receiver. Not the casts
-# ``float``/``half``/``double``/``type``/``to``/``cuda``, which modules have too, nor numpy's ``transpose``,
-# ``reshape``, ``copy`` or ``T``; ``expand`` only with sizes (sympy expressions have a bare ``expand()``).
-TENSOR_ONLY_METHODS: FrozenSet[str] = frozenset(
-    "contiguous view view_as new_zeros new_ones new_empty new_full new_tensor type_as expand_as reshape_as t permute"
-    " detach".split()
-)
-SIZED_TENSOR_ONLY_METHODS: FrozenSet[str] = frozenset({"expand"})
-
-# Receivers of these are tensors (``x.is_contiguous()`` answers no tensor, but proves x one). Not ``numel``:
-# ``torch.Size`` has one.
-TENSOR_EVIDENCE_METHODS: FrozenSet[str] = TENSOR_EVIDENCE_ATTRIBUTES | TENSOR_ONLY_METHODS
-
-# Argument positions of torch functions that accept only a tensor (a Python number is a TypeError there).
-# ``None`` marks "every position from here on" (einsum's operands). A bias may be None: Kind.TENSOR allows it.
-_FIRST = (0,)
-_TENSOR_POSITIONS: Dict[str, "tuple[int, ...]"] = {
-    **{f"torch.{name}": _FIRST for name in (
-        "exp expm1 log log1p log2 log10 sigmoid tanh relu abs sqrt rsqrt neg negative sign erf erfc sin cos tan"
-        " sinh cosh asin acos atan reciprocal square floor ceil round trunc frac sum mean prod cumsum cumprod"
-        " logsumexp softmax log_softmax transpose permute reshape flatten squeeze unsqueeze t clone tril triu"
-        " flip roll narrow isnan isinf isfinite nan_to_num argmax argmin var std diagonal masked_fill"
-        " index_select gather zeros_like ones_like empty_like rand_like randn_like"
-    ).split()},
-    **{f"torch.{name}": (0, 1) for name in "matmul mm bmm mv dot inner outer kron".split()},
-    **{f"torch.nn.functional.{name}": (0, 1, 2) for name in "linear conv1d conv2d conv3d".split()},
-    "torch.nn.functional.embedding": (0, 1),
-}
-# Functions whose first argument is a sequence of tensors.
-_TENSOR_SEQUENCE_FUNCTIONS: FrozenSet[str] = frozenset({"torch.cat", "torch.concat", "torch.stack"})
-
-# Methods and attributes whose result is never a tensor.
-NON_TENSOR_METHODS: FrozenSet[str] = frozenset(
-    """
-    size dim numel item tolist stride is_contiguous data_ptr element_size storage_offset nelement
-    ndimension get_device is_floating_point is_complex is_pinned is_shared untyped_storage
-    """.split()
-)
-NON_TENSOR_ATTRIBUTES: FrozenSet[str] = frozenset(
-    "shape dtype device requires_grad is_cuda ndim layout is_leaf is_sparse is_quantized is_meta".split()
-)
-TENSOR_ATTRIBUTES: FrozenSet[str] = frozenset("T mT H mH data grad real imag".split())
-
-SPLITTING_METHODS: FrozenSet[str] = frozenset("chunk split unbind tensor_split".split())
-
-NON_TENSOR_BUILTINS: FrozenSet[str] = frozenset(
-    "len int float bool str isinstance issubclass hasattr callable range tuple list dict set type id repr"
-    " enumerate zip sorted reversed frozenset bytes format".split()
-)
-
-# The legacy typed tensors (``torch.LongTensor``, ``torch.cuda.HalfTensor``, ...) are tensor types too.
-_TYPED_TENSORS = ("Float Double Half BFloat16 Byte Char Short Int Long Bool").split()
-_TENSOR_ANNOTATIONS = frozenset(
-    {"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"}
-    | {f"torch.{kind}Tensor" for kind in _TYPED_TENSORS}
-    | {f"torch.cuda.{kind}Tensor" for kind in _TYPED_TENSORS}
-)
-# Called, ``torch.Tensor`` and the typed ones are the legacy constructors (``torch.Tensor(array)``,
-# ``torch.cuda.IntTensor(B, n)``): each returns a new tensor.
-_LEGACY_CONSTRUCTORS = _TENSOR_ANNOTATIONS - {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
-_NON_TENSOR_ANNOTATIONS = frozenset(
-    {"int", "float", "bool", "str", "bytes", "complex", "list", "tuple", "dict", "set", "List", "Tuple",
-     "Dict", "Set", "Sequence", "typing.List", "typing.Tuple", "typing.Dict", "typing.Sequence",
-     "torch.dtype", "torch.device", "torch.Size"}
-)
-
-
-def annotation_kind(annotation: Optional[cst.BaseExpression], imports: ImportTable, depth: int = 0) -> Kind:
-    if annotation is None or depth > MAX_ANNOTATION_DEPTH:
-        return Kind.UNKNOWN
-    if isinstance(annotation, cst.SimpleString):
-        text = annotation.evaluated_value
-        if not isinstance(text, str) or len(text) > MAX_ANNOTATION_LENGTH:
-            return Kind.UNKNOWN
-        try:
-            annotation = cst.parse_expression(text)
-        except Exception:
-            return Kind.UNKNOWN
-        depth += 1
-    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        return join([annotation_kind(annotation.left, imports, depth + 1),
-                     annotation_kind(annotation.right, imports, depth + 1)])
-    if isinstance(annotation, cst.Name) and annotation.value == "None":
-        return Kind.NONE
-    if isinstance(annotation, cst.Subscript):
-        base = _resolved(annotation.value, imports)
-        if base in ("Optional", "typing.Optional", "Union", "typing.Union"):
-            kinds = [
-                annotation_kind(element.slice.value, imports, depth + 1)
-                for element in annotation.slice
-                if isinstance(element.slice, cst.Index)
-            ]
-            if base.endswith("Optional"):
-                kinds.append(Kind.NONE)
-            return join(kinds)
-        return Kind.NOT_TENSOR if base in _NON_TENSOR_ANNOTATIONS else Kind.UNKNOWN
-    name = _resolved(annotation, imports)
-    if name is None:
-        return Kind.UNKNOWN
-    if name in _TENSOR_ANNOTATIONS or name == "Tensor":
-        return Kind.TENSOR
-    if name in _NON_TENSOR_ANNOTATIONS:
-        return Kind.NOT_TENSOR
-    return Kind.UNKNOWN
-
-
-def _resolved(node: cst.BaseExpression, imports: ImportTable) -> Optional[str]:
-    dotted = cst_dotted(node)
-    if dotted is None:
-        return None
-    return imports.resolve_dotted(dotted) or dotted
+# Which of a class's forward inputs every way out of its own backward certainly gives a gradient (not
+# None): :func:`.counting.inputs_certainly_given_gradients`, which counts backward's returns with an
+# inference of its own. Counting builds on this module, so the reader is passed in.
+GivenGradients = Callable[[ClassModel, ImportTable], FrozenSet[str]]
 
 
 def _is_literal(node: cst.BaseExpression) -> bool:
@@ -255,11 +93,13 @@ class TensorInference:
         role: str,
         budget: Optional[_Budget] = None,
         module: Optional["ModuleFacts"] = None,
+        given_gradients: Optional[GivenGradients] = None,
     ) -> None:
         self.method = method
         self.model = model
         self.imports = imports
         self.module = module  # what the module's own functions and callers say (None: look inside the class only)
+        self.given_gradients = given_gradients  # what backward's returns say of forward's inputs (None: not asked)
         self.role = role  # which contract method's body this is: "forward", "setup_context", ...
         self.facts = method.facts
         signature = method.signature
@@ -277,7 +117,7 @@ class TensorInference:
         self._budget = budget if budget is not None else _Budget()
         self._evidence: Optional[_Evidence] = None
         self._narrowed: Optional[Dict[int, Kind]] = None
-        self._reaching: Optional[_ReachingBindings] = None
+        self._reaching: Optional[ReachingBindings] = None
         self._given_gradients: Optional[FrozenSet[str]] = None
 
     @property
@@ -289,7 +129,7 @@ class TensorInference:
 
     def _narrowed_kind(self, node: cst.Name) -> Optional[Kind]:
         if self._narrowed is None:
-            self._narrowed = narrowings(self)
+            self._narrowed = narrowings(self.method, self.imports, self._bound_here)
         return self._narrowed.get(id(node))
 
     def _reaching_value(self, node: cst.Name) -> Optional[cst.BaseExpression]:
@@ -298,7 +138,7 @@ class TensorInference:
         if len(self.facts.bindings.get(name, ())) + (name in self.params) < 2 or self.method.node is None:
             return None
         if self._reaching is None:
-            self._reaching = _ReachingBindings(self.method)
+            self._reaching = ReachingBindings(self.method)
         return self._reaching.value(node)
 
     # -- public --------------------------------------------------------------------------------
@@ -446,7 +286,7 @@ class TensorInference:
             return helper.returns  # ``-> torch.Tensor``, ``-> int``: what the module's own function declares
         if isinstance(func, cst.Attribute):
             method = func.attr.value
-            dotted = _resolved(func, self.imports)
+            dotted = resolved_dotted(func, self.imports)
             if dotted is not None and dotted.startswith("torch."):
                 return self._torch_call_kind(dotted, node)
             if method in NON_TENSOR_METHODS:
@@ -470,7 +310,7 @@ class TensorInference:
 
     def _torch_call_kind(self, dotted: str, node: cst.Call) -> Kind:
         module, _, name = dotted.rpartition(".")
-        if dotted in _LEGACY_CONSTRUCTORS:
+        if dotted in LEGACY_CONSTRUCTORS:
             return Kind.TENSOR  # whatever its arguments: ``torch.Tensor(*sizes)`` too
         if any(arg.star for arg in node.args):
             return Kind.UNKNOWN
@@ -583,15 +423,15 @@ class TensorInference:
         body = function.body if function is not None else None
         if not isinstance(body, cst.IndentedBlock):
             return False, None
-        first = next((statement for statement in body.body if _mentions(statement, name)), None)
+        first = next((statement for statement in body.body if mentions(statement, name)), None)
         if first is None:
             return False, None
-        if _rebinds_plainly(first, name):
+        if rebinds_plainly(first, name):
             return True, None
         if isinstance(first, cst.If) and first.orelse is None and isinstance(first.body, cst.IndentedBlock):
             statements = first.body.body
-            survivor = _test_narrowings(first.test, self)[1].get(name)
-            if survivor is not None and statements and _rebinds_plainly(statements[-1], name):
+            survivor = proven_by_test(first.test, self.imports, self._bound_here)[1].get(name)
+            if survivor is not None and statements and rebinds_plainly(statements[-1], name):
                 return True, survivor
         return False, None
 
@@ -645,7 +485,8 @@ class TensorInference:
         not a Variable"), so in working code those inputs are tensors."""
         if self._given_gradients is None:
             self._given_gradients = frozenset()  # a question asked while answering this one gets no answer
-            self._given_gradients = _inputs_given_gradients(self.model, self.imports)
+            if self.given_gradients is not None:
+                self._given_gradients = self.given_gradients(self.model, self.imports)
         return self._given_gradients
 
     def _callers_pass_non_tensors(self, param: Param) -> bool:
@@ -685,7 +526,7 @@ class TensorInference:
                 return elements[binding.index]  # ``out, lse = helper(...)`` with ``-> Tuple[Tensor, Tensor]``
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             if value.func.attr.value in SPLITTING_METHODS:
-                dotted = _resolved(value.func, self.imports)
+                dotted = resolved_dotted(value.func, self.imports)
                 if (dotted or "").startswith("torch.") or self._kind(value.func.value) is Kind.TENSOR:
                     return Kind.TENSOR
         if isinstance(value, cst.Name):
@@ -704,7 +545,7 @@ class TensorInference:
             if forward is None or forward.node is None or forward is self.method:
                 return None
             self._forward_inference = TensorInference(
-                forward, forward.owner, self.imports, "forward", self._budget, self.module
+                forward, forward.owner, self.imports, "forward", self._budget, self.module, self.given_gradients
             )
         return self._forward_inference
 
@@ -756,54 +597,17 @@ class TensorInference:
         return [join([shape[i] for shape in shapes]) for i in range(len(shapes[0]))]
 
 
-# -- evidence in evaluation order, and narrowing by tests -----------------------------------------
+# -- evidence in evaluation order -----------------------------------------------------------------
 
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-_NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _EVIDENCE_CTX_METHODS = frozenset({"save_for_backward", "save_for_forward", "mark_dirty"})
 # The node classes whose evaluation order is not simply their children's: every other node is looked up
 # by its exact type, since an isinstance chain against libcst's classes is slow (ABC checks).
 _ORDERED_KINDS = frozenset(
-    _COMPREHENSIONS
-    + _NESTED_SCOPES
+    COMPREHENSIONS
+    + NESTED_SCOPES
     + (cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.ExceptHandler, cst.Del, cst.Import,
        cst.ImportFrom, cst.Global, cst.Nonlocal, cst.MatchAs, cst.MatchStar)
 )
-
-
-# Models whose backward is being read for the gradients it returns: a forward input asked about meanwhile
-# (backward reading what forward saved) is answered without this fact, so the question does not recur.
-_READING_GRADIENTS: Set[int] = set()
-
-
-def _inputs_given_gradients(model: ClassModel, imports: ImportTable) -> FrozenSet[str]:
-    from .counting import counted_returns  # counting builds on this module
-
-    inputs = model.forward_inputs()
-    backward = model.own_methods.get("backward")
-    if inputs is None or backward is None or backward.node is None or id(model) in _READING_GRADIENTS:
-        return frozenset()
-    _READING_GRADIENTS.add(id(model))
-    try:
-        inference = TensorInference(backward, model, imports, "backward")
-        returns = counted_returns(backward, inference)
-        if not returns or any(way.slots is None or len(way.slots) != len(inputs.params) for way in returns):
-            return frozenset()
-        return frozenset(
-            param.name for index, param in enumerate(inputs.params)
-            if all(_certainly_a_value(value, inference) for way in returns for value in (way.slots or [])[index])
-        )
-    finally:
-        _READING_GRADIENTS.discard(id(model))
-
-
-def _certainly_a_value(node: cst.BaseExpression, inference: "TensorInference") -> bool:
-    """Arithmetic, or a call known to give a tensor: never None, whatever the operands are."""
-    if isinstance(node, cst.BinaryOperation):
-        return True
-    if isinstance(node, cst.UnaryOperation):
-        return not isinstance(node.operator, cst.Not)
-    return isinstance(node, cst.Call) and inference.kind(node) is Kind.TENSOR
 
 
 class _Evidence:
@@ -847,27 +651,27 @@ class _Evidence:
                 if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES:  # type: ignore[attr-defined]
                     self._use(node.value.value)  # type: ignore[attr-defined]
             return list(children(node)), []
-        if isinstance(node, _COMPREHENSIONS):
+        if isinstance(node, COMPREHENSIONS):
             return [], []
-        if isinstance(node, _NESTED_SCOPES):
+        if isinstance(node, NESTED_SCOPES):
             return [], ([node.name.value] if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else [])
         if isinstance(node, cst.Assign):
-            return [node.value], [name for target in node.targets for name in _target_names(target.target)]
+            return [node.value], [name for target in node.targets for name in target_names(target.target)]
         if isinstance(node, cst.AnnAssign):
-            return ([node.value], _target_names(node.target)) if node.value is not None else ([], [])
+            return ([node.value], target_names(node.target)) if node.value is not None else ([], [])
         if isinstance(node, cst.NamedExpr):
-            return [node.value], _target_names(node.target)
+            return [node.value], target_names(node.target)
         if isinstance(node, cst.For):
-            after: List["cst.CSTNode | str"] = list(_target_names(node.target))
+            after: List["cst.CSTNode | str"] = list(target_names(node.target))
             return [node.iter], after + [node.body] + ([node.orelse] if node.orelse is not None else [])
         if isinstance(node, cst.WithItem):
-            return [node.item], _target_names(node.asname.name) if node.asname is not None else []
+            return [node.item], target_names(node.asname.name) if node.asname is not None else []
         if isinstance(node, cst.ExceptHandler):
-            names = _target_names(node.name.name) if node.name is not None else []
+            names = target_names(node.name.name) if node.name is not None else []
             return ([node.type] if node.type is not None else []), names + [node.body]
         if isinstance(node, (cst.Del, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal, cst.MatchAs,
                              cst.MatchStar)):
-            return [], _bound_names(node)
+            return [], bound_names(node)
         return list(children(node)), []
 
     def _use(self, name: str) -> None:
@@ -903,15 +707,15 @@ class _Evidence:
                     if helper.keywords.get(arg.keyword.value) is Kind.TENSOR:
                         self._use(arg.value.value)
             return
-        dotted = _resolved(func, self._inference.imports)
+        dotted = resolved_dotted(func, self._inference.imports)
         if dotted is None:
             return
-        positions = _TENSOR_POSITIONS.get(dotted, ())
+        positions = TENSOR_POSITIONS.get(dotted, ())
         for index in positions:
             argument = positional[index] if index < len(positional) else None
             if isinstance(argument, cst.Name):
                 self._use(argument.value)
-        if dotted in _TENSOR_SEQUENCE_FUNCTIONS and positional and isinstance(positional[0], (cst.Tuple, cst.List)):
+        if dotted in TENSOR_SEQUENCE_FUNCTIONS and positional and isinstance(positional[0], (cst.Tuple, cst.List)):
             for element in positional[0].elements:
                 if isinstance(element, cst.Element) and isinstance(element.value, cst.Name):
                     self._use(element.value.value)
@@ -923,7 +727,7 @@ def _type_test_subject(call: cst.Call, inference: "TensorInference") -> Optional
     if not isinstance(subject, cst.Name):
         return None
     func = call.func
-    resolved = _resolved(func, inference.imports)
+    resolved = resolved_dotted(func, inference.imports)
     builtin = (
         isinstance(func, cst.Name) and func.value in ("isinstance", "type") and resolved == func.value
         and not inference._bound_here(func.value)
@@ -931,317 +735,3 @@ def _type_test_subject(call: cst.Call, inference: "TensorInference") -> Optional
     if builtin or resolved == "torch.is_tensor":
         return subject.value
     return None
-
-
-def _target_names(target: cst.BaseExpression) -> List["cst.CSTNode | str"]:
-    """The names an assignment target binds (a subscript or attribute target binds none)."""
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
-
-
-def _bound_names(node: cst.CSTNode) -> List["cst.CSTNode | str"]:
-    if isinstance(node, cst.Del):
-        return _target_names(node.target)
-    if isinstance(node, (cst.Import, cst.ImportFrom)) and isinstance(node.names, (list, tuple)):
-        names: List["cst.CSTNode | str"] = []
-        for alias in node.names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(bound, cst.Name):
-                names.append(bound.value)
-            elif isinstance(bound, cst.Attribute):
-                dotted = cst_dotted(bound)
-                names.append((dotted or "").split(".")[0])
-        return names
-    if isinstance(node, (cst.Global, cst.Nonlocal)):
-        return [item.name.value for item in node.names]
-    if isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
-        return [node.name.value]
-    return []
-
-
-def _binds_in(root: cst.CSTNode, name: str) -> bool:
-    """Whether anything below ``root`` (in its scope) may bind ``name``: an assignment, ``+=``, a loop or
-    comprehension variable, ``with ... as``, ``del``, an import, a definition."""
-    return next(_binding_nodes(root, name), None) is not None
-
-
-def _binding_nodes(root: cst.CSTNode, name: str, include_root: bool = False) -> Iterator[cst.CSTNode]:
-    """The nodes below ``root`` (in its scope; ``root`` too if asked) that may bind ``name`` (see :func:`_binds_in`)."""
-    for node in itertools.chain([root] if include_root else [], walk_scope(root)):
-        if type(node) in _BINDING_NODES and name in _names_bound_by(node):
-            yield node
-
-
-# The only nodes that may bind a name (see :func:`_names_bound_by`).
-_BINDING_NODES = frozenset(
-    {
-        cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.Del, cst.WithItem,
-        cst.ExceptHandler, cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal,
-        cst.MatchAs, cst.MatchStar,
-    }
-)
-
-
-def _names_bound_by(node: cst.CSTNode) -> List["cst.CSTNode | str"]:
-    """The names ``node`` itself may bind (not the nodes below it)."""
-    targets: List[cst.CSTNode] = []
-    if isinstance(node, cst.Assign):
-        targets = [target.target for target in node.targets]
-    elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.Del)):
-        targets = [node.target]
-    elif isinstance(node, cst.WithItem) and node.asname is not None:
-        targets = [node.asname.name]
-    elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-        targets = [node.name.name]
-    elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        targets = [node.name]
-    else:
-        return _bound_names(node)
-    return [bound for target in targets if isinstance(target, cst.BaseExpression) for bound in _target_names(target)]
-
-
-# Nodes whose children run in sequence, one after the other: statements of a block, small statements of a line.
-_SEQUENCES = (cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
-_LOOPS = (cst.For, cst.While)
-
-
-# Nodes inside an expression, which bind no name but by a walrus.
-_EXPRESSION_PARTS = (
-    cst.BaseExpression, cst.Arg, cst.BaseElement, cst.BaseDictElement, cst.SubscriptElement, cst.BaseSlice,
-    cst.ComparisonTarget, cst.FormattedStringExpression,
-)
-
-
-class _ReachingBindings:
-    """Which plain rebinding (``name = value``) a use of a name reads, found on straight-line code only.
-
-    From the use, the statements before it are read backwards, climbing out of ``if``/``with``/``try``
-    blocks and loops: the first one that binds the name decides, if it is a plain rebinding. Any other
-    binding on the way (in a branch, by a loop back edge, ``as name``, a walrus) leaves the answer open,
-    and so does a use in a nested scope or a comprehension.
-    """
-
-    def __init__(self, method: Method) -> None:
-        assert method.node is not None
-        function, nodes = method.node, method.body_nodes()
-        self._method = method
-        self._function = function
-        self._parents: Dict[int, cst.CSTNode] = {}
-        self._walrus = False  # whether an expression of the body binds a name (``(x := ...)``)
-        for node in [function.body, *nodes]:
-            if type(node) is cst.NamedExpr:
-                self._walrus = True
-            if type(node) not in _NESTED_SCOPES:
-                for child in children(node):
-                    self._parents[id(child)] = node
-        self._parents[id(function.body)] = function
-        self._found: Dict[int, Optional[cst.BaseExpression]] = {}
-        self._binding: Dict[Tuple[int, str], bool] = {}  # whether a statement binds a name, asked once
-        # name -> the places in the method's shared walk of the nodes that may bind it, in order
-        self._binders: Optional[Dict["cst.CSTNode | str", List[int]]] = None
-
-    def _binds(self, node: cst.CSTNode, name: str) -> bool:
-        key = (id(node), name)
-        if key not in self._binding:
-            span = self._method.span(node)
-            self._binding[key] = (
-                _binds_anywhere(node, name) if span is None else self._binds_between(name, span[0], span[1])
-            )
-        return self._binding[key]
-
-    def _binds_between(self, name: str, start: int, end: int, skipped: Tuple[int, int] = (0, 0)) -> bool:
-        """Whether a node at a place from ``start`` to ``end`` of the shared walk, outside the ``skipped``
-        places, may bind ``name``: a look at a sorted list, where a walk of each statement asked about
-        costs its size (a use's search asks of every statement before it)."""
-        if self._binders is None:
-            self._binders = {}
-            for index, node in enumerate(self._method.body_nodes()):
-                if type(node) in _BINDING_NODES:
-                    for bound in set(_names_bound_by(node)):
-                        self._binders.setdefault(bound, []).append(index)
-        places = self._binders.get(name, [])
-        for place in places[bisect.bisect_left(places, start):]:
-            if place >= end:
-                return False
-            if not skipped[0] <= place < skipped[1]:
-                return True
-        return False
-
-    def value(self, use: cst.Name) -> Optional[cst.BaseExpression]:
-        if id(use) not in self._found:
-            self._found[id(use)] = self._search(use)
-        return self._found[id(use)]
-
-    def _search(self, use: cst.Name) -> Optional[cst.BaseExpression]:
-        name = use.value
-        current: cst.CSTNode = use
-        while True:
-            parent = self._parents.get(id(current))
-            if parent is None or parent is self._function or isinstance(parent, _COMPREHENSIONS + _NESTED_SCOPES):
-                return None
-            if isinstance(parent, _SEQUENCES):
-                items: Sequence[cst.CSTNode] = parent.body
-                position = next((index for index, item in enumerate(items) if item is current), None)
-                if position is None:
-                    return None
-                for earlier in reversed(items[:position]):
-                    rebound = _plain_rebinding(earlier, name)
-                    if rebound is not None:
-                        return rebound
-                    if self._binds(earlier, name):
-                        return None
-            elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and current is parent.value:
-                pass  # the value is read before the targets are bound
-            elif isinstance(parent, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.AssignTarget)):
-                return None  # the use is (in) a target
-            elif isinstance(parent, _LOOPS):
-                if self._binds(parent, name):
-                    return None  # a binding later in the loop reaches this use on the next iteration
-            elif isinstance(parent, _EXPRESSION_PARTS) and not self._walrus:
-                pass  # an expression binds nothing without a walrus: climb on
-            else:
-                if self._binds_beside(parent, current, name):
-                    return None  # another part of the statement (a test, ``as name``, a handler) binds it
-            current = parent
-
-    def _binds_beside(self, parent: cst.CSTNode, part: cst.CSTNode, name: str) -> bool:
-        """Whether ``parent`` or a node below it that is not in ``part`` may bind ``name``."""
-        outer, inner = self._method.span(parent), self._method.span(part)
-        if outer is None or inner is None:
-            inside = {id(part), *(id(node) for node in walk_scope(part))}
-            return any(id(node) not in inside for node in _binding_nodes(parent, name, include_root=True))
-        return self._binds_between(name, outer[0], outer[1], skipped=inner)
-
-
-def _binds_anywhere(node: cst.CSTNode, name: str) -> bool:
-    return next(_binding_nodes(node, name, include_root=True), None) is not None
-
-
-def _plain_rebinding(node: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:
-    """The value of ``name = value`` (a line of its own or a small statement), else None."""
-    if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1:
-        node = node.body[0]
-    if isinstance(node, cst.Assign) and len(node.targets) == 1:
-        target = node.targets[0].target
-        if isinstance(target, cst.Name) and target.value == name and not _binds_in(node.value, name):
-            return node.value
-    if isinstance(node, cst.AnnAssign) and node.value is not None:
-        if isinstance(node.target, cst.Name) and node.target.value == name and not _binds_in(node.value, name):
-            return node.value
-    return None
-
-
-Narrowing = Dict[str, Kind]
-
-
-# How deep a test's ``not``/``and``/``or`` nesting is read: libcst nests one level per operand, and a test
-# deeper than this proves nothing here rather than exhausting the interpreter's stack.
-MAX_TEST_DEPTH = 100
-
-
-def _test_narrowings(
-    test: cst.BaseExpression, inference: "TensorInference", depth: int = 0
-) -> "tuple[Narrowing, Narrowing]":
-    """What a test proves of plain names: (where it holds, where it fails)."""
-    if depth > MAX_TEST_DEPTH:
-        return {}, {}
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        negated_holds, negated_fails = _test_narrowings(test.expression, inference, depth + 1)
-        return negated_fails, negated_holds
-    if isinstance(test, cst.BooleanOperation):
-        left = _test_narrowings(test.left, inference, depth + 1)
-        right = _test_narrowings(test.right, inference, depth + 1)
-        if isinstance(test.operator, cst.And):
-            return {**left[0], **right[0]}, {}
-        return {}, {**left[1], **right[1]}
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
-        target = test.comparisons[0]
-        if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
-            if isinstance(target.operator, cst.Is):
-                return {test.left.value: Kind.NONE}, {}
-            if isinstance(target.operator, cst.IsNot):
-                return {}, {test.left.value: Kind.NONE}
-        return {}, {}
-    if not isinstance(test, cst.Call) or any(arg.star or arg.keyword is not None for arg in test.args):
-        return {}, {}
-    args = [arg.value for arg in test.args]
-    if not args or not isinstance(args[0], cst.Name):
-        return {}, {}
-    name = args[0].value
-    if _resolved(test.func, inference.imports) == "torch.is_tensor" and len(args) == 1:
-        return {name: Kind.TENSOR}, {name: Kind.NOT_TENSOR}
-    is_builtin = isinstance(test.func, cst.Name) and test.func.value == "isinstance"
-    if not is_builtin or len(args) != 2 or inference.imports.resolve_name("isinstance") is not None:
-        return {}, {}
-    if inference._bound_here("isinstance"):
-        return {}, {}
-    types = [element.value for element in args[1].elements] if isinstance(args[1], cst.Tuple) else [args[1]]
-    exact = ["torch.Tensor" == (_resolved(kind, inference.imports) or "") for kind in types]
-    declared = [annotation_kind(kind, inference.imports) for kind in types]
-    holds: Narrowing = {}
-    fails: Narrowing = {}
-    if all(kind is Kind.NOT_TENSOR for kind in declared):
-        holds[name] = Kind.NOT_TENSOR
-    elif all(kind is Kind.TENSOR for kind in declared):
-        holds[name] = Kind.TENSOR
-    if any(exact):
-        fails[name] = Kind.NOT_TENSOR  # not a tensor, of any subclass
-    return holds, fails
-
-
-def _narrow(branch: cst.CSTNode, narrowing: Narrowing, into: Dict[int, Kind]) -> None:
-    """Record the narrowed kind of each use of a narrowed name in ``branch``, unless the branch rebinds it."""
-    for name, kind in narrowing.items():
-        if _binds_in(branch, name):
-            continue
-        for node in [branch, *walk_scope(branch)]:
-            if isinstance(node, cst.Name) and node.value == name:
-                into[id(node)] = kind  # walked outside in: an inner test overrides an outer one
-
-
-def narrowings(inference: "TensorInference") -> Dict[int, Kind]:
-    """The kind of each name use that an enclosing ``if`` test (or conditional expression) decides."""
-    found: Dict[int, Kind] = {}
-    if inference.method.node is None:
-        return found
-    for node in inference.method.nodes_of(cst.If, cst.IfExp):
-        if isinstance(node, (cst.If, cst.IfExp)):
-            holds, fails = _test_narrowings(node.test, inference)
-            if holds:
-                _narrow(node.body, holds, found)
-            if fails and node.orelse is not None:
-                _narrow(node.orelse, fails, found)
-    return found
-
-
-def _mentions(statement: cst.CSTNode, name: str) -> bool:
-    """Whether ``name`` is read or bound in ``statement`` (attribute names and keywords are not names)."""
-    skipped: Set[int] = set()
-    for node in walk_scope(statement):
-        if isinstance(node, cst.Attribute):
-            skipped.add(id(node.attr))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
-            skipped.add(id(node.keyword))
-        elif isinstance(node, cst.Name) and node.value == name and id(node) not in skipped:
-            return True
-    return False
-
-
-def _rebinds_plainly(statement: cst.CSTNode, name: str) -> bool:
-    """``name = value`` alone on its line."""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-        return False
-    small = statement.body[0]
-    if isinstance(small, cst.Assign):
-        return len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) and (
-            small.targets[0].target.value == name
-        )
-    return (
-        isinstance(small, cst.AnnAssign) and small.value is not None
-        and isinstance(small.target, cst.Name) and small.target.value == name
-    )

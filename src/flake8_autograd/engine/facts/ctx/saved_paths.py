@@ -18,7 +18,8 @@ import libcst as cst
 
 from ..counting import is_none
 from ...models.class_model import Method
-from ..tensors import Kind, TensorInference
+from ..tensor_kinds import Kind
+from ..tensors import TensorInference
 from ...syntax.walk import walk_scope
 
 # The ctx calls that fill ``saved_tensors`` (backward sees the first, jvp the second; both count as a save

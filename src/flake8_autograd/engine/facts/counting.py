@@ -13,7 +13,8 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 
 import libcst as cst
 
-from ..models.class_model import Binding, ClassModel, Method
+from ..models.body_facts import Binding
+from ..models.class_model import ClassModel, Method
 from .tensors import Kind, TensorInference
 from ..syntax.walk import cst_dotted, fingerprint, walk_scope
 

@@ -14,15 +14,8 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Seq
 
 import libcst as cst
 
-from ..models.class_model import (
-    TENSOR_EVIDENCE_ATTRIBUTES,
-    Binding,
-    ClassModel,
-    Method,
-    Param,
-    constant_index as _constant_index,
-    forward_inputs,
-)
+from ..models.body_facts import TENSOR_EVIDENCE_ATTRIBUTES, Binding, constant_index as _constant_index
+from ..models.class_model import ClassModel, Method, Param, forward_inputs
 from ..syntax.names import ImportTable
 from ..syntax.walk import children, cst_dotted, walk_scope
 

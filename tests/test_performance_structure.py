@@ -27,7 +27,7 @@ from flake8_autograd.checking import checker, class_checks
 from flake8_autograd.engine.analysis.module_analysis import Analysis
 from flake8_autograd.checking.class_checks import _ModelBuilder
 from flake8_autograd.engine.discovery.functions import ClassSite, Discovery
-from flake8_autograd.engine.models import class_model as model_module
+from flake8_autograd.engine.models import body_facts as body_facts_module
 from flake8_autograd.engine.models.class_model import ClassModel
 from flake8_autograd.engine.syntax.source import Segment, parse_class
 from flake8_autograd.engine.syntax.walk import walk
@@ -389,7 +389,7 @@ def test_the_fact_readers_and_scope_tests_see_every_node_an_isinstance_test_woul
     class a parse yields is known to be a node."""
     from flake8_autograd.engine.syntax import walk as walk_module
 
-    looked_up = set(model_module._FACT_READERS) | set(walk_module._SCOPE_TYPES) | {cst.IndentedBlock}
+    looked_up = set(body_facts_module._FACT_READERS) | set(walk_module._SCOPE_TYPES) | {cst.IndentedBlock}
     assert {cls.__name__ for cls in looked_up if cls.__subclasses__()} == set()
     for path in fixture_paths():
         module = cst.parse_module(path.read_text(encoding="utf-8"))
@@ -432,7 +432,7 @@ def test_the_facts_of_a_body_are_read_from_every_kind_of_statement() -> None:
     )
     function = cst.parse_module(source).body[0]
     assert isinstance(function, cst.FunctionDef)
-    facts = model_module.collect_facts(function, "ctx")
+    facts = body_facts_module.collect_facts(function, "ctx")
     assert set(facts.bindings) == {"a", "b", "c", "d", "e", "f", "g", "h", "inner", "Inner", "k", "m", "n", "o", "y"}
     assert [store.attribute for store in facts.ctx_stores] == ["saved"]
     assert set(facts.ctx_calls) == {"save_for_backward"} and set(facts.ctx_reads) >= {"scale", "needs_input_grad"}

@@ -13,7 +13,8 @@ import libcst as cst
 
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.analysis.buffers import filled_output_buffer
-from ..engine.models.class_model import ClassModel, CtxStore, Method
+from ..engine.models.body_facts import CtxStore
+from ..engine.models.class_model import ClassModel, Method
 from ..engine.facts.tensor_kinds import Kind
 from ..engine.facts.tensors import TensorInference
 from ..engine.syntax.walk import cst_dotted, short_code, walk_scope

@@ -21,7 +21,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from .module_analysis import Analysis, _top_level_names as top_level_names  # one reading of what a statement binds
-from ..models.class_model import BodyFacts, Method, collect_facts
+from ..models.body_facts import BodyFacts, collect_facts
+from ..models.class_model import Method
 from ..syntax.names import ImportTable
 from ..syntax.source import syntax_depth_exceeds
 from ..syntax.walk import cst_dotted, short_code, walk_scope

@@ -24,7 +24,7 @@ import libcst as cst
 from .module_analysis import Analysis, _allocates, _top_level_names as top_level_names
 from ..models.class_model import Method
 from ..syntax.names import ast_dotted
-from ..facts.provenance import ALLOCATIONS, LAYOUT_METHODS
+from ..facts.memory_and_layout import ALLOCATIONS, LAYOUT_METHODS
 from ..syntax.walk import children, cst_dotted, walk, walk_scope
 
 # Reading these tells nothing of a tensor's contents.

@@ -29,7 +29,7 @@ import libcst as cst
 
 from ..facts.counting import _marked_non_differentiable, is_integer_tensor, slot_is_none
 from ..models.class_model import ClassModel, Method
-from ..facts.provenance import ALLOCATIONS
+from ..facts.memory_and_layout import ALLOCATIONS
 from ..facts.tensor_kinds import Kind
 from ..facts.tensors import TensorInference
 from ..facts.torch_names import NON_TENSOR_BUILTINS, SPLITTING_METHODS

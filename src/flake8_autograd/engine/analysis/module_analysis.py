@@ -22,7 +22,7 @@ from ..facts.module_facts import ApplyCall, ModuleFacts, statement_names
 from ..syntax.name_uses import NameUses, name_uses
 from ..syntax.names import ImportTable, ast_dotted
 from ..facts.op_facts import globals_assigned_in_functions, module_bound_names, module_state_holders
-from ..facts.provenance import ALLOCATIONS, LAYOUT_METHODS
+from ..facts.memory_and_layout import ALLOCATIONS, LAYOUT_METHODS
 from ..syntax.scopes import CLASS, ModuleScopes, Scope
 from ..facts.tensor_kinds import Kind
 from ..facts.tensors import TensorInference

@@ -13,7 +13,8 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 
 import libcst as cst
 
-from ..models.class_model import Binding, ClassModel, Method
+from ..models.body_facts import Binding
+from ..models.class_model import ClassModel, Method
 from ..syntax.names import ImportTable
 from .tensor_kinds import Kind
 from .tensors import TensorInference

@@ -35,37 +35,32 @@ are one computation a ``needs_input_grad`` check cannot split.
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Hashable, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Hashable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from ..models.class_model import Method
 from ..syntax.walk import children, cst_dotted, walk
+from .fused_gradients import (
+    MAX_STEPS,
+    carrying_gradients,
+    forward_gradients,
+    incoming_gradients,
+    is_ctx_read,
+    mentions_any,
+    results_used,
+    unpacked_from_call,
+)
+from .memory_and_layout import (
+    CONSTANT_FILLS,
+    LAYOUT_ATTRIBUTES,
+    display_values,
+    handed_as_views,
+    is_allocation,
+    wrapped_value,
+)
 
 Computation = Tuple[Hashable, ...]
-
-# Methods that return the same data in another shape, dtype, device or memory layout.
-LAYOUT_METHODS = frozenset(
-    """
-    view view_as reshape reshape_as to contiguous t transpose permute squeeze unsqueeze flatten unflatten
-    float double half bfloat16 type type_as expand expand_as detach clone movedim swapaxes cpu cuda
-    """.split()
-)
-LAYOUT_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
-
-# Calls that wrap a value without computing (the value is their first argument).
-WRAPPERS = frozenset({"from_local"})
-
-# Calls that only allocate memory: the value is whatever later fills it.
-ALLOCATIONS = frozenset(
-    """
-    empty empty_like zeros zeros_like ones ones_like full full_like empty_strided
-    new_empty new_zeros new_ones new_full
-    """.split()
-)
-
-# In-place methods that only set an allocation's memory to a constant (``x.new(n).zero_()``).
-_CONSTANT_FILLS = frozenset({"zero_", "fill_"})
 
 # Names of constants: handed to a launch, they are no buffer it writes.
 _CONSTANT_NAMES = frozenset({"None", "True", "False"})
@@ -82,8 +77,8 @@ _FORWARD_WORK: Computation = ("fused forward call",)
 # Methods (and torch functions) that rescale a tensor by another: ``gh.mul_(grad)``, ``torch.mul(gh, grad)``.
 _RESCALES = frozenset({"mul", "mul_", "div", "div_", "multiply", "multiply_", "divide", "divide_"})
 
-# Budget against pathological code: nodes visited in one walk, nested walks for a follow-up.
-MAX_STEPS = 2_000
+# Budget against pathological code: nodes visited in one walk (MAX_STEPS, shared with the fused-call
+# walks), nested walks for a follow-up.
 MAX_DEPTH = 20
 
 
@@ -108,7 +103,7 @@ class Provenance:
         self._in_place_calls: Optional[Dict[str, List[cst.Call]]] = None
         self._carrying: Optional[FrozenSet[str]] = None
         self._used: Dict[cst.Call, int] = {}
-        self._forward_gradients = _forward_gradients(method, savers)
+        self._forward_gradients = forward_gradients(method, savers)
         # Pre-order (start, end) of each node of the body, and the outermost loop around a node: on demand.
         self._spans: Optional[Dict[cst.CSTNode, Tuple[int, int]]] = None
         self._outer_loops: Dict[cst.CSTNode, cst.CSTNode] = {}
@@ -217,11 +212,11 @@ class Provenance:
     def _call_producers(
         self, call: cst.Call, depth: int, found: Set[Computation], pending: List[cst.CSTNode]
     ) -> None:
-        wrapped = _wrapped_value(call)
+        wrapped = wrapped_value(call)
         if wrapped is not None:
             pending.append(wrapped)
             return
-        if _is_allocation(call, self.allocating):
+        if is_allocation(call, self.allocating):
             return  # memory only: a placeholder where it stands in a slot
         subject = self._followed_subject(call)
         if subject is not None and depth < MAX_DEPTH:
@@ -237,7 +232,7 @@ class Provenance:
     def _subscript_producers(
         self, subscript: cst.Subscript, depth: int, found: Set[Computation], pending: List[cst.CSTNode]
     ) -> None:
-        if _is_ctx_read(subscript.value, self.method):
+        if is_ctx_read(subscript.value, self.method):
             return  # ctx.saved_tensors[0], ctx.sizes[1]
         base = subscript.value
         if isinstance(base, cst.Name) and base.value in self.method.facts.bindings:
@@ -321,9 +316,9 @@ class Provenance:
         return False
 
     def _is_forward_gradient(self, node: cst.BaseExpression) -> bool:
-        while isinstance(node, cst.Call) and _wrapped_value(node) is not None:
-            node = _wrapped_value(node)  # type: ignore[assignment]
-        if isinstance(node, cst.Attribute) and _is_ctx_read(node.value, self.method):
+        while isinstance(node, cst.Call) and wrapped_value(node) is not None:
+            node = wrapped_value(node)  # type: ignore[assignment]
+        if isinstance(node, cst.Attribute) and is_ctx_read(node.value, self.method):
             return ("attribute", node.attr.value) in self._forward_gradients
         if not isinstance(node, cst.Name):
             return False
@@ -345,26 +340,26 @@ class Provenance:
         """
         subject = _subject(call)
         while isinstance(subject, cst.Call):
-            subject = _wrapped_value(subject)  # None for a call that computes
+            subject = wrapped_value(subject)  # None for a call that computes
         method = self.method
-        if not isinstance(subject, cst.Name) or not _unpacked_from_call(subject.value, method):
+        if not isinstance(subject, cst.Name) or not unpacked_from_call(subject.value, method):
             return False
-        gradients = _incoming_gradients(method)
+        gradients = incoming_gradients(method)
         if subject.value in gradients:
             return False  # the incoming gradient re-bound (``grad, x = prepare(grad, x)``) is prepared, not computed
         sources = [binding.value for binding in method.facts.bindings[subject.value] if binding.index is not None]
         if self._carrying is None:
-            self._carrying = _carrying_gradients(method, gradients)
+            self._carrying = carrying_gradients(method, gradients)
         carrying = self._carrying
         return all(
-            isinstance(source, cst.Call) and _mentions_any(source, carrying) and self._results_used(source) >= 2
+            isinstance(source, cst.Call) and mentions_any(source, carrying) and self._results_used(source) >= 2
             for source in sources
         )
 
     def _results_used(self, call: cst.Call) -> int:
         known = self._used.get(call)
         if known is None:
-            known = _results_used(call, self.method)
+            known = results_used(call, self.method)
             self._used[call] = known
         return known
 
@@ -384,14 +379,14 @@ class Provenance:
             return known
         facts = self.method.facts
         if self._views is None:
-            self._views = _handed_as_views(self.method)
+            self._views = handed_as_views(self.method)
         calls: List[cst.Call] = [*facts.filled_by.get(name, ()), *self._views.get(name, ())]
         for container in self._containers_of(name):
             calls.extend(facts.filled_by.get(container, ()))
         calls = [
             call for call in calls
-            if _wrapped_value(call) is None
-            and not _is_allocation(call, self.allocating)
+            if wrapped_value(call) is None
+            and not is_allocation(call, self.allocating)
             and self._followed_subject(call) is None
         ]
         nested: Set[int] = set()
@@ -427,7 +422,7 @@ class Provenance:
             for local, bindings in self.method.facts.bindings.items():
                 if any(
                     binding.index is None and binding.value is not None
-                    and _is_allocation(binding.value, self.allocating)
+                    and is_allocation(binding.value, self.allocating)
                     for binding in bindings
                 ):
                     for call in self._handed(local):
@@ -444,7 +439,7 @@ class Provenance:
                 if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
                     continue
                 method = node.func.attr.value
-                if not method.endswith("_") or method.endswith("__") or method in _CONSTANT_FILLS:
+                if not method.endswith("_") or method.endswith("__") or method in CONSTANT_FILLS:
                     continue
                 receiver = _base_name(node.func.value)
                 if receiver is not None:
@@ -459,7 +454,7 @@ class Provenance:
             for local, bindings in self.method.facts.bindings.items():
                 for binding in bindings:
                     if binding.index is None and isinstance(binding.value, (cst.Tuple, cst.List, cst.Dict)):
-                        for element in _display_values(binding.value):
+                        for element in display_values(binding.value):
                             held = _base_name(element)
                             if held is not None:
                                 containers.setdefault(held, []).append(local)
@@ -670,7 +665,7 @@ def _bound_values(name: str, provenance: Provenance) -> Tuple[List[cst.BaseExpre
             elif isinstance(value, cst.Name):
                 values.append(value)  # ``dq, dk = grads``: a part of a local result
             continue  # unpacked from ctx.saved_tensors, a display, ...: not computed here
-        if _is_allocation(value, provenance.allocating):
+        if is_allocation(value, provenance.allocating):
             # A buffer: its value comes from what fills it. Nothing filling it: a placeholder, no work.
             filling = {("call", call) for call in provenance.fills(name)}
             direct |= filling
@@ -687,136 +682,11 @@ def _bound_values(name: str, provenance: Provenance) -> Tuple[List[cst.BaseExpre
     return values, frozenset(direct)
 
 
-def _forward_gradients(method: Method, savers: Sequence[Method]) -> FrozenSet[Computation]:
-    """What forward saved for backward that it computed as one of several results of one call (a fused
-    forward that also yields gradients): ``("saved", i)`` for ``save_for_backward`` positions,
-    ``("attribute", name)`` for ctx attributes.
-
-    Such a result is a name unpacked from a call (maybe set to None beforehand, the call made on one
-    branch only), or a preallocated buffer that one launch fills together with another saved buffer
-    (``kernel(a, b, grad_a, grad_b)``, ``loss(a, b, grads=grad_a, ...)``)."""
-    found: Set[Computation] = set()
-    for saver in savers:
-        if saver.node is None or saver is method:
-            continue
-        facts = saver.facts
-        saved: List[Tuple[Computation, cst.BaseExpression]] = []
-        for call in facts.ctx_calls.get("save_for_backward", ()):
-            if not any(arg.star for arg in call.args):
-                saved.extend((("saved", index), arg.value) for index, arg in enumerate(call.args))
-        saved.extend((("attribute", store.attribute), store.value) for store in facts.ctx_stores)
-        saved_names = {value.value for _, value in saved if isinstance(value, cst.Name)}
-        launches = _forward_launches(saver, saved_names)
-        for key, value in saved:
-            if isinstance(value, cst.Name) and (_fused_result(saver, value.value) or value.value in launches):
-                found.add(key)
-    return frozenset(found)
-
-
-def _fused_result(method: Method, name: str) -> bool:
-    """``name`` is one of several results of a call in ``method`` on every binding that is not None:
-    ``loss, grad_a, grad_b = fused(...)``, after ``grad_a = grad_b = None`` or not."""
-    bindings = [
-        binding for binding in method.facts.bindings.get(name, ())
-        if binding.value is None or binding.index is not None or not _is_none(binding.value)
-    ]
-    return bool(bindings) and all(
-        binding.index is not None and isinstance(binding.value, cst.Call) for binding in bindings
-    )
-
-
-def _forward_launches(method: Method, saved: Set[str]) -> Set[str]:
-    """The saved names of ``method`` that are preallocated buffers filled by one launch alone, a launch
-    that fills another saved buffer too: the gradients one fused forward call writes."""
-    facts = method.facts
-    viewed = _handed_as_views(method)
-    filler: Dict[str, cst.Call] = {}
-    for name in saved:
-        bindings = facts.bindings.get(name, ())
-        if not bindings or not all(
-            binding.index is None and binding.value is not None and _is_allocation(binding.value)
-            for binding in bindings
-        ):
-            continue
-        calls = [
-            call for call in [*facts.filled_by.get(name, ()), *viewed.get(name, ())]
-            if not _is_ctx_read(call.func, method)
-            and _wrapped_value(call) is None
-            and not _is_allocation(call)
-        ]
-        if len({id(call) for call in calls}) == 1:
-            filler[name] = calls[0]
-    return {
-        name for name, call in filler.items()
-        if any(other != name and each is call for other, each in filler.items())
-    }
-
-
-# Methods and attributes that give a view of a tensor's memory: a buffer handed as one is written.
-_VIEW_METHODS = frozenset(
-    "view view_as reshape reshape_as flatten unflatten t transpose permute squeeze unsqueeze movedim swapaxes "
-    "detach narrow select as_strided".split()
-)
-_VIEW_ATTRIBUTES = frozenset({"T", "mT", "data"})
-
-
-def _viewed_name(value: cst.BaseExpression) -> Optional[str]:
-    """The local ``value`` is a view of, through at least one view method (``buf.view(-1)``,
-    ``buf[:, 0].flatten()``), else None."""
-    through_view = False
-    while True:
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
-            value.func.attr.value in _VIEW_METHODS
-        ):
-            value = value.func.value
-            through_view = True
-        elif isinstance(value, cst.Attribute) and value.attr.value in _VIEW_ATTRIBUTES:
-            value = value.value
-            through_view = True
-        elif isinstance(value, cst.Subscript):
-            value = value.value
-        else:
-            break
-    return value.value if through_view and isinstance(value, cst.Name) else None
-
-
-def _handed_as_views(method: Method) -> Dict[str, List[cst.Call]]:
-    """For each local, the calls handed a view of it as an argument, alone or in a display
-    (``kernel(index, grad, buf.view(-1))``, ``run(out=buf.flatten())``)."""
-    handed: Dict[str, List[cst.Call]] = {}
-    for call in method.facts.calls:
-        for arg in call.args:
-            if arg.star:
-                continue
-            value = arg.value
-            elements = _display_values(value) if isinstance(value, (cst.Tuple, cst.List, cst.Dict)) else [value]
-            for element in elements:
-                name = _viewed_name(element)
-                if name is not None:
-                    handed.setdefault(name, []).append(call)
-    return handed
-
-
-def _wrapped_value(call: cst.Call) -> "cst.BaseExpression | None":
-    """What a layout method or wrapper call passes on, or None for a call that computes."""
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value in LAYOUT_METHODS:
-        return func.value
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-    if name in WRAPPERS and call.args and not call.args[0].star:
-        return call.args[0].value
-    return None
-
-
 def _base_name(node: cst.BaseExpression) -> Optional[str]:
     """The local a value is a part of: ``buf`` for ``buf``, ``buf[i]``, ``buf[i][:, 0]``."""
     while isinstance(node, cst.Subscript):
         node = node.value
     return node.value if isinstance(node, cst.Name) else None
-
-
-def _method_name(call: cst.Call) -> Optional[str]:
-    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
 
 
 def _first_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -833,140 +703,10 @@ def _subject(call: cst.Call) -> Optional[cst.BaseExpression]:
     return _first_argument(call)
 
 
-def _display_values(display: "cst.Tuple | cst.List | cst.Dict") -> Iterable[cst.BaseExpression]:
-    if isinstance(display, cst.Dict):
-        return [element.value for element in display.elements if isinstance(element, cst.DictElement)]
-    return [element.value for element in display.elements if not isinstance(element, cst.StarredElement)]
-
-
 def _is_saved_tensors(value: Optional[cst.BaseExpression], method: Method) -> bool:
     """``ctx.saved_tensors`` (or a call over it, such as ``map(f, ctx.saved_tensors)``): saved state."""
     if isinstance(value, cst.Attribute):
-        return value.attr.value in ("saved_tensors", "saved_variables") and _is_ctx_read(value.value, method)
+        return value.attr.value in ("saved_tensors", "saved_variables") and is_ctx_read(value.value, method)
     if isinstance(value, cst.Call):
         return any(_is_saved_tensors(arg.value, method) for arg in value.args)
     return False
-
-
-def _unpacked_from_call(name: str, method: Method) -> bool:
-    """``name`` is one of several results unpacked from one call (``a, b = fused(...)``)."""
-    bindings = method.facts.bindings.get(name, ())
-    return any(binding.index is not None and isinstance(binding.value, cst.Call) for binding in bindings)
-
-
-def _carrying_gradients(method: Method, gradients: FrozenSet[str]) -> FrozenSet[str]:
-    """The incoming gradients and the locals made of them (``dout_re, dout_im = split(dout)``)."""
-    mentioned: Dict[str, Set[str]] = {}
-    for name, bound in method.facts.bindings.items():
-        names: Set[str] = set()
-        for binding in bound:
-            if binding.value is not None:
-                names.update(_names_in(binding.value))
-        mentioned[name] = names
-    carrying = set(gradients)
-    changed = True
-    while changed:  # a fixed point: each round adds a name or stops
-        changed = False
-        for name, names in mentioned.items():
-            if name not in carrying and not names.isdisjoint(carrying):
-                carrying.add(name)
-                changed = True
-    return frozenset(carrying)
-
-
-def _names_in(node: cst.CSTNode) -> Set[str]:
-    found: Set[str] = set()
-    pending: List[cst.CSTNode] = [node]
-    steps = 0
-    while pending and steps < MAX_STEPS:
-        steps += 1
-        item = pending.pop()
-        if isinstance(item, cst.Name):
-            found.add(item.value)
-        pending.extend(children(item))
-    return found
-
-
-def _results_used(call: cst.Call, method: Method) -> int:
-    """How many of the names unpacked from ``call`` are read somewhere in the method."""
-    facts = method.facts
-    unpacked = [
-        name for name, bindings in facts.bindings.items()
-        if any(binding.index is not None and binding.value is call for binding in bindings)
-    ]
-    if method.node is None:
-        return 0
-    occurrences: Dict[str, int] = {name: 0 for name in unpacked}
-    for node in method.body_nodes():
-        if isinstance(node, cst.Name) and node.value in occurrences:
-            occurrences[node.value] += 1
-    # Every binding of a name is one occurrence of it as a target; any more is a read.
-    return sum(1 for name in unpacked if occurrences[name] > len(facts.bindings[name]))
-
-
-def _incoming_gradients(method: Method) -> FrozenSet[str]:
-    """The names of backward's parameters other than ctx: the gradients it receives."""
-    signature = method.signature
-    if signature is None:
-        return frozenset()
-    params = [param.name for param in signature.positional if param.name != method.ctx_name]
-    if signature.vararg is not None:
-        params.append(signature.vararg.name)
-    return frozenset(params)
-
-
-def _mentions_any(node: cst.CSTNode, names: FrozenSet[str]) -> bool:
-    pending: List[cst.CSTNode] = [node]
-    steps = 0
-    while pending and steps < MAX_STEPS:
-        steps += 1
-        item = pending.pop()
-        if isinstance(item, cst.Name) and item.value in names:
-            return True
-        pending.extend(children(item))
-    return False
-
-
-def _is_allocation(value: cst.BaseExpression, allocating: FrozenSet[str] = frozenset()) -> bool:
-    """``torch.empty_like(x)``, ``None if ... else x.new_zeros(...)``, ``torch.empty(n).view(shape)``,
-    ``x.new(n).zero_()``, or a call of one of the module's helpers that only allocate: memory, no
-    values yet.
-
-    A worklist, not a recursion: a chain of a thousand conditional expressions is one level each.
-    """
-    pending: List[cst.BaseExpression] = [value]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, cst.IfExp):
-            allocations = [branch for branch in (value.body, value.orelse) if not _is_none(branch)]
-            if not allocations:
-                return False
-            pending.extend(allocations)
-            continue
-        while isinstance(value, cst.Call):  # torch.empty(...).transpose(1, 2), x.new(n).zero_(): still memory
-            wrapped = _wrapped_value(value)
-            if wrapped is None and isinstance(value.func, cst.Attribute) and value.func.attr.value in _CONSTANT_FILLS:
-                wrapped = value.func.value
-            if wrapped is None:
-                break
-            value = wrapped
-        if not isinstance(value, cst.Call):
-            return False
-        if isinstance(value.func, cst.Name) and value.func.value in allocating:
-            continue
-        if _method_name(value) == "new":  # the legacy ``x.new(sizes)``
-            continue
-        dotted = cst_dotted(value.func) or ""
-        if dotted.rsplit(".", 1)[-1] not in ALLOCATIONS:
-            return False
-    return True
-
-
-def _is_none(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value == "None"
-
-
-def _is_ctx_read(node: cst.BaseExpression, method: Method) -> bool:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return isinstance(node, cst.Name) and node.value == method.ctx_name

@@ -11,15 +11,8 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
-from ..models.class_model import (
-    TENSOR_EVIDENCE_ATTRIBUTES,
-    Binding,
-    ClassModel,
-    Method,
-    Param,
-    constant_index as _constant_index,
-    forward_inputs,
-)
+from ..models.body_facts import TENSOR_EVIDENCE_ATTRIBUTES, Binding, constant_index as _constant_index
+from ..models.class_model import ClassModel, Method, Param, forward_inputs
 from ..syntax.names import ImportTable
 from ..syntax.walk import children
 from .narrowing import narrowings, proven_by_test

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, FrozenSet
 
-from ..models.class_model import TENSOR_EVIDENCE_ATTRIBUTES
+from ..models.body_facts import TENSOR_EVIDENCE_ATTRIBUTES
 from .tensor_kinds import TENSOR_ANNOTATIONS
 
 # torch functions that always return one tensor.

@@ -15,7 +15,8 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from ...models.class_model import Binding, ClassModel, Method, constant_index
+from ...models.body_facts import Binding, constant_index
+from ...models.class_model import ClassModel, Method
 
 # The attributes that hand back what ``save_for_backward`` kept (``saved_variables`` is the deprecated name).
 _SAVED_ATTRIBUTES = ("saved_tensors", "saved_variables")

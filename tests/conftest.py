@@ -18,7 +18,7 @@ from typing import Dict, Iterator, List, Sequence, Set, Tuple
 import pytest
 
 from flake8_autograd.checking.checker import check_module
-from flake8_autograd.rules import PREVIEW_RULES, RULES
+from flake8_autograd.core.settings import Settings
 from flake8_autograd.rules.base import Finding
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -35,8 +35,8 @@ def lint(
     ``preview`` adds the preview rules, as ``--autograd-preview`` does.
     """
     lines = source_lines(textwrap.dedent(source))
-    rules = RULES + PREVIEW_RULES if preview else RULES
-    return check_module(ast.parse("".join(lines)), lines, filename, extra_bases, rules)
+    settings = Settings(function_bases=tuple(extra_bases), preview=preview)
+    return check_module(ast.parse("".join(lines)), lines, filename, settings)
 
 
 def source_lines(source: str) -> List[str]:

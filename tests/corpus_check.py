@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from flake8_autograd.checking.checker import INTERNAL_ERROR, check_module, might_define_function
+from flake8_autograd.core.settings import Settings
 from flake8_autograd.engine.discovery.functions import Discovery
 from flake8_autograd.rules import PREVIEW_RULES, RULES, Rule
 
@@ -132,7 +133,7 @@ def check_file(path: str, core_only: bool = False) -> FileResult:
     try:
         if might_define_function("".join(lines), ()):
             result.function_classes = len(Discovery(tree, path).function_classes)
-        findings = check_module(tree, lines, path, (), rule_set(core_only))
+        findings = check_module(tree, lines, path, Settings(preview=not core_only))
         result.codes = dict(Counter(finding.code for finding in findings))
         result.internal_errors = [
             f"{path}:{finding.line}: {finding.message}" for finding in findings if finding.code == INTERNAL_ERROR

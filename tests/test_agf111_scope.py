@@ -19,9 +19,9 @@ import pytest
 
 from conftest import lint, source_lines
 from flake8_autograd.checking.checker import check_module
+from flake8_autograd.core.settings import Settings
 from flake8_autograd.engine.syntax.scopes import ModuleScopes
 from flake8_autograd.core.fixes import computing_fixes
-from flake8_autograd.rules import PREVIEW_RULES, RULES
 from test_command import run, write
 from test_robustness import flake8
 
@@ -140,7 +140,7 @@ def test_a_class_type_parameter_is_seen_from_its_methods(parameter: str, reporte
     ((_call, scope),) = scopes.found
     assert (scopes.resolve(scope, "Fn") is scopes.module) is reported
     lines = source_lines(source)
-    found = check_module(tree, lines, "example.py", (), RULES + PREVIEW_RULES)
+    found = check_module(tree, lines, "example.py", Settings(preview=True))
     assert [finding.code for finding in found if finding.code == "AGF111"] == (["AGF111"] if reported else [])
 
 

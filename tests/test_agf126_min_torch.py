@@ -14,12 +14,12 @@ import pytest
 from conftest import FIXTURES, expected_findings, source_lines
 from flake8_autograd.core.conventions import ConventionError, TorchVersion
 from flake8_autograd.checking.checker import check_module
-from flake8_autograd.rules import PREVIEW_RULES, RULES
+from flake8_autograd.core.settings import Settings
 from test_command import run
 from test_flake8_cli import flake8
 
 FIXTURE = FIXTURES / "options" / "agf126_min_torch.py"
-ALL_RULES = RULES + PREVIEW_RULES  # AGF126 is a preview rule
+OLDEST_2_4 = Settings(preview=True, min_torch_version=TorchVersion(2, 4))  # AGF126 is a preview rule
 
 
 def findings(release: Optional[str], path: Path = FIXTURE) -> Set[Tuple[int, str]]:
@@ -28,7 +28,7 @@ def findings(release: Optional[str], path: Path = FIXTURE) -> Set[Tuple[int, str
     return {
         (finding.line, finding.code)
         for finding in check_module(
-            ast.parse(source), source_lines(source), str(path), (), ALL_RULES, min_torch_version=version
+            ast.parse(source), source_lines(source), str(path), Settings(preview=True, min_torch_version=version)
         )
     }
 
@@ -58,7 +58,7 @@ def test_the_message_names_the_keywords_the_release_and_the_fix() -> None:
     messages = [
         finding.message
         for finding in check_module(
-            ast.parse(source), source_lines(source), "ops.py", (), ALL_RULES, min_torch_version=TorchVersion(2, 4)
+            ast.parse(source), source_lines(source), "ops.py", OLDEST_2_4
         )
     ]
     assert (
@@ -72,7 +72,7 @@ def test_a_wrong_positional_count_is_still_reported_beside_the_option() -> None:
     source = FIXTURE.read_text(encoding="utf-8") + "\n\ndef too_many(x):\n    return ScaleFunction.apply(x, 1, 2)\n"
     last_line = source.count("\n")
     found = check_module(
-        ast.parse(source), source_lines(source), "ops.py", (), ALL_RULES, min_torch_version=TorchVersion(2, 4)
+        ast.parse(source), source_lines(source), "ops.py", OLDEST_2_4
     )
     assert [finding.message.split(" but ")[0] for finding in found if finding.line == last_line] == [
         "AGF126 ScaleFunction.apply() gets 3 positional arguments"

@@ -16,12 +16,12 @@ from flake8_autograd.adapters.command.fixer import fix_text
 from flake8_autograd.adapters.command.runner import CheckOptions
 from flake8_autograd.core.conventions import ConventionError, CtxNames
 from flake8_autograd.checking.checker import check_module
-from flake8_autograd.rules import PREVIEW_RULES, RULES
+from flake8_autograd.core.settings import Settings
 from test_command import COMMAND
 from test_flake8_cli import flake8, output_codes
 
 # AGF002 is a preview rule: every check here runs with preview on.
-ALL_RULES = RULES + PREVIEW_RULES
+EVERY_RULE = Settings(preview=True)
 
 NAMED = textwrap.dedent(
     """\
@@ -56,7 +56,7 @@ def reported(source: str, names: CtxNames = CtxNames()) -> List[int]:
     lines = source_lines(source)
     return [
         finding.line
-        for finding in check_module(ast.parse(source), lines, "ops.py", (), ALL_RULES, ctx_names=names)
+        for finding in check_module(ast.parse(source), lines, "ops.py", Settings(preview=True, ctx_names=names))
         if finding.code == "AGF002"
     ]
 
@@ -101,9 +101,8 @@ def test_soft_keywords_are_names(name: str) -> None:
 def test_the_message_and_the_fix_use_the_first_plain_name() -> None:
     names = CtxNames.parse(["*_ctx", "context"])
     lines = source_lines(NAMED)
-    messages = [
-        finding.message for finding in check_module(ast.parse(NAMED), lines, "ops.py", (), ALL_RULES, ctx_names=names)
-    ]
+    settings = Settings(preview=True, ctx_names=names)
+    messages = [finding.message for finding in check_module(ast.parse(NAMED), lines, "ops.py", settings)]
     assert "AGF002 Scale.backward takes 'self' first; name the first parameter context" in messages
     fixed, *_ = fix_text(NAMED, "ops.py", CheckOptions(ctx_names=names, preview=True, unsafe_fixes=True))
     assert "def backward(context, grad):\n        return grad * 2" in fixed
@@ -241,7 +240,7 @@ FULLWIDTH = textwrap.dedent(
 
 
 def test_identifiers_are_read_as_python_reads_them() -> None:
-    findings = check_module(ast.parse(FULLWIDTH), source_lines(FULLWIDTH), "ops.py", (), ALL_RULES)
+    findings = check_module(ast.parse(FULLWIDTH), source_lines(FULLWIDTH), "ops.py", EVERY_RULE)
     assert [finding.message for finding in findings] == []  # no AGF002 for ctx, no AGF124 for ctx.x
 
 
@@ -257,7 +256,7 @@ def test_a_fix_that_would_rewrite_such_a_name_is_withheld() -> None:
     """``ｓｅｌｆ`` is ``self``: reported, but its rename is not made (the fix regenerates the name as
     Python reads it, which the file does not hold)."""
     source = FULLWIDTH.replace("\uff43\uff54\uff58", "\uff53\uff45\uff4c\uff46").replace("ctx.x", "self.x")
-    findings = check_module(ast.parse(source), source_lines(source), "ops.py", (), ALL_RULES)
+    findings = check_module(ast.parse(source), source_lines(source), "ops.py", EVERY_RULE)
     assert [(finding.line, finding.code) for finding in findings] == [(6, "AGF002"), (11, "AGF002")]
     assert "takes 'self' first" in findings[0].message
     fixed, count, _findings, _notice = fix_text(source, "ops.py", CheckOptions(preview=True, unsafe_fixes=True))

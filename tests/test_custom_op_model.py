@@ -11,12 +11,13 @@ import sys
 import textwrap
 from pathlib import Path
 from typing import Dict, Iterator, List
+from unittest import mock
 
 import pytest
 
 import oracle
 from conftest import FIXTURES, expected_findings, lint, require_torch
-from flake8_autograd.checking import checker
+from flake8_autograd.checking import checker, class_checks
 from flake8_autograd.engine.analysis.module_analysis import Analysis
 from flake8_autograd.engine.models.custom_op_model import declared_output_count
 from flake8_autograd.engine.models.class_model import ClassModel
@@ -135,7 +136,8 @@ class _Raising(Rule):
 
 def test_a_rule_that_raises_costs_one_internal_error() -> None:
     lines = textwrap.dedent(OP).splitlines(True)
-    findings = checker.check_module(ast.parse("".join(lines)), lines, rules=[_Raising()])
+    with mock.patch.object(class_checks, "rules_for", lambda settings: [_Raising()]):
+        findings = checker.check_module(ast.parse("".join(lines)), lines)
     assert [(finding.line, finding.code) for finding in findings] == [(7, checker.INTERNAL_ERROR)]
 
 

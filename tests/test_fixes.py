@@ -20,12 +20,11 @@ from conftest import fixture_paths, source_lines
 from flake8_autograd.adapters.command.fixer import fix_text
 from flake8_autograd.adapters.command.runner import CheckOptions
 from flake8_autograd.checking.checker import check_module
+from flake8_autograd.core.settings import Settings
 from flake8_autograd.core.fixes import Edit, Fix, apply_fixes, computing_fixes, split_lines
-from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding
 from test_properties import PROPERTIES, fixture_mutants
 
-ALL_RULES = RULES + PREVIEW_RULES
 EVERYTHING = CheckOptions(preview=True, unsafe_fixes=True)  # every fix, safe or not
 FIXABLE_CODES = {"AGF001", "AGF002", "AGF003", "AGF004", "AGF111", "AGF114", "AGF116", "AGF118", "AGF119"}
 
@@ -33,7 +32,7 @@ FIXABLE_CODES = {"AGF001", "AGF002", "AGF003", "AGF004", "AGF111", "AGF114", "AG
 def findings_with_fixes(text: str) -> List[Finding]:
     lines = source_lines(text)
     with computing_fixes():
-        return check_module(ast.parse("".join(lines)), lines, "example.py", (), ALL_RULES)
+        return check_module(ast.parse("".join(lines)), lines, "example.py", Settings(preview=True))
 
 
 def code_counts(findings: List[Finding]) -> Dict[str, int]:

@@ -18,8 +18,8 @@ import pytest
 from conftest import FIXTURES, fixture_paths, source_lines
 from flake8_autograd.adapters.command import main as cli
 from flake8_autograd.checking.checker import check_module
+from flake8_autograd.core.settings import Settings
 from flake8_autograd.core.fixes import computing_fixes
-from flake8_autograd.rules import PREVIEW_RULES, RULES
 from test_command import COMMAND, run
 
 PATCH = shutil.which("patch")
@@ -125,7 +125,7 @@ def test_fix_writes_standard_input_fixed_to_stdout_and_diff_reads_it(tmp_path: P
 def engine_fixable(path: Path) -> Set[Tuple[int, str]]:
     lines = source_lines(path.read_text(encoding="utf-8"))
     with computing_fixes():
-        findings = check_module(ast.parse("".join(lines)), lines, str(path), (), RULES + PREVIEW_RULES)
+        findings = check_module(ast.parse("".join(lines)), lines, str(path), Settings(preview=True))
     return {(finding.line, finding.code) for finding in findings if finding.fix is not None}
 
 

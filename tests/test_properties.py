@@ -30,12 +30,12 @@ from hypothesis import strategies as st
 
 from conftest import fixture_paths, source_lines as flake8_lines
 from flake8_autograd.checking.checker import INTERNAL_ERROR, check_module
+from flake8_autograd.core.settings import Settings
 from flake8_autograd.engine.syntax.source import syntax_depth_exceeds
-from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding
 
 DEFAULT_EXAMPLES = 25
-ALL_RULES = RULES + PREVIEW_RULES  # the preview rules run on users' code too (--autograd-preview)
+EVERY_RULE = Settings(preview=True)  # the preview rules run on users' code too (--autograd-preview)
 LONG_RUN_FALLBACK = 1_000  # AGF_PROPERTY_EXAMPLES set to something that is not a number
 
 
@@ -76,7 +76,7 @@ def assert_never_fails(source: str, filename: str = "generated.py", extra_bases:
     tree = parse("".join(lines))
     assume(tree is not None)
     assert tree is not None
-    findings = check_module(tree, lines, filename, extra_bases, ALL_RULES)
+    findings = check_module(tree, lines, filename, Settings(function_bases=tuple(extra_bases), preview=True))
     assert isinstance(findings, list)
     internal = [finding for finding in findings if finding.code == INTERNAL_ERROR]
     if internal and all("nested too deeply to check" in finding.message for finding in internal):
@@ -538,7 +538,7 @@ def test_every_fixture_unit_survives_structural_mutations(name: str, index: int)
         tree = parse(source)
         if tree is None:
             continue
-        findings = check_module(tree, flake8_lines(source), f"tests/fixtures/{name}", (), ALL_RULES)
+        findings = check_module(tree, flake8_lines(source), f"tests/fixtures/{name}", EVERY_RULE)
         internal = [finding for finding in findings if finding.code == INTERNAL_ERROR]
         assert not internal, f"{internal}\n--- source ---\n{source}"
         checked += 1

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple
+from unittest import mock
 
 import libcst
 import pytest
@@ -31,7 +32,9 @@ import corpus_check
 from conftest import FIXTURES, lint, parseable_fixture_sources, source_lines
 from flake8_autograd.engine.analysis.module_analysis import Analysis
 from flake8_autograd.checking.checker import INTERNAL_ERROR, check_module
+from flake8_autograd.checking import class_checks
 from flake8_autograd.checking.class_checks import _ModelBuilder
+from flake8_autograd.core.settings import Settings
 from flake8_autograd.engine.discovery.functions import Discovery
 from flake8_autograd.engine.models.class_model import ClassModel
 from flake8_autograd.engine.syntax.source import parse_class
@@ -433,7 +436,9 @@ THREE_CLASSES = textwrap.dedent(
 
 
 def _lint_with(rules: Sequence[Rule], source: str = THREE_CLASSES) -> List[Finding]:
-    return check_module(ast.parse(source), io.StringIO(source).readlines(), "three.py", (), rules=rules)
+    """The findings of ``rules``, rules of a test among them, in place of those the settings choose."""
+    with mock.patch.object(class_checks, "rules_for", lambda settings: rules):
+        return check_module(ast.parse(source), io.StringIO(source).readlines(), "three.py")
 
 
 def test_a_raising_rule_gives_one_internal_error_at_its_class_and_the_rest_is_checked() -> None:
@@ -544,12 +549,10 @@ def test_corpus_check_finds_a_file_that_kills_its_worker(tmp_path: Path, monkeyp
         (tmp_path / f"ok{index:02}.py").write_text(BUGGY)
     (tmp_path / "crash.py").write_text(BUGGY)
 
-    def die_on_crash_py(
-        tree: ast.Module, lines: Sequence[str], path: str, bases: Sequence[str], rules: Sequence[Rule]
-    ) -> List[Finding]:
+    def die_on_crash_py(tree: ast.Module, lines: Sequence[str], path: str, settings: Settings) -> List[Finding]:
         if path.endswith("crash.py"):
             os._exit(3)  # as a segfault would: the worker is gone
-        return check_module(tree, lines, path, bases, rules)
+        return check_module(tree, lines, path, settings)
 
     monkeypatch.setattr(corpus_check, "check_module", die_on_crash_py)
     summary = corpus_check.run([tmp_path], jobs=2)

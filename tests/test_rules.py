@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ROOT, codes
 from flake8_autograd.checking.checker import check_module
+from flake8_autograd.core.settings import Settings
 from flake8_autograd.rules import MESSAGES, PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Rule
 
@@ -25,7 +26,7 @@ def all_codes(source: str) -> List[str]:
     """Codes from every rule, preview ones included."""
     source = textwrap.dedent(source)
     lines = source.splitlines(keepends=True)
-    findings = check_module(ast.parse(source), lines, "example.py", (), RULES + PREVIEW_RULES)
+    findings = check_module(ast.parse(source), lines, "example.py", Settings(preview=True))
     return [finding.code for finding in findings]
 
 

@@ -14,14 +14,12 @@ import gc
 import importlib
 import multiprocessing
 import sys
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, ClassVar, FrozenSet, Iterator, List, Sequence, Tuple, Type
 
 from .. import __version__
 from ..core.conventions import DEFAULT_CTX_NAMES, ConventionError, CtxNames, TorchVersion
+from ..core.settings import DEFAULT_SETTINGS, Settings
 from ..checking.selection import PREVIEW_CODES, ineffective_selections, preview_codes_to_run, reported
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..rules.base import Rule
 
 
 def might_define_function(text: str, extra_bases: Sequence[str]) -> bool:
@@ -53,23 +51,6 @@ def _settle_engine() -> None:
         gc.freeze()
 
 
-class ChosenRules:
-    """The rules to run: those on by default and the preview rules whose codes are chosen. An iterable
-    that imports the rules (and libcst) only when iterated, which the engine does once a file holds a
-    Function class."""
-
-    def __init__(self, preview_codes: FrozenSet[str] = frozenset()) -> None:
-        self.preview_codes = preview_codes
-        self._rules: Optional[List["Rule"]] = None
-
-    def __iter__(self) -> Iterator["Rule"]:
-        if self._rules is None:
-            from ..rules import PREVIEW_RULES, RULES
-
-            self._rules = RULES + [rule for rule in PREVIEW_RULES if rule.code in self.preview_codes]
-        return iter(self._rules)
-
-
 def flake8_decision(options: Any, preview: bool) -> Callable[[str], bool]:
     """Whether flake8 reports a code, as its own decision engine says (flake8 5.0.4 to 7). Options that are
     not flake8's (a test's namespace) get the same decision written out in :mod:`.selection`."""
@@ -96,11 +77,8 @@ class AutogradChecker:
     name = "flake8-autograd"
     version = __version__
 
-    function_bases: ClassVar[Sequence[str]] = ()
-    preview: ClassVar[bool] = False
-    rules: ClassVar[ChosenRules] = ChosenRules()
-    ctx_names: ClassVar[CtxNames] = CtxNames()
-    min_torch_version: ClassVar[Optional[TorchVersion]] = None
+    # Built once, when flake8 parses the options, and handed to the check of every file.
+    settings: ClassVar[Settings] = DEFAULT_SETTINGS
 
     def __init__(self, tree: ast.Module, lines: List[str], filename: str = "<unknown>") -> None:
         self.tree = tree
@@ -157,42 +135,49 @@ class AutogradChecker:
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
-        cls.preview = bool(getattr(options, "autograd_preview", False))
-        cls.rules = ChosenRules(cls._preview_codes(options))
+        preview = bool(getattr(options, "autograd_preview", False))
+        preview_codes = cls._preview_codes(options, preview)
         bases = getattr(options, "autograd_function_bases", None) or []
         if isinstance(bases, str):
             bases = [bases]
-        cls.function_bases = tuple(base.strip() for base in bases if base.strip())
+        function_bases = tuple(base.strip() for base in bases if base.strip())
         names = getattr(options, "autograd_ctx_names", None)
         if names is None:
-            cls.ctx_names = CtxNames()
+            ctx_names = CtxNames()
         else:
             try:
-                cls.ctx_names = CtxNames.parse([names] if isinstance(names, str) else names)
+                ctx_names = CtxNames.parse([names] if isinstance(names, str) else names)
             except ConventionError as error:
                 # A usage error, as argparse reports one (flake8 would show an exception as a traceback).
                 print(f"flake8: error: --autograd-ctx-names: {error}", file=sys.stderr)
                 raise SystemExit(2) from None
         release = getattr(options, "autograd_min_torch_version", None)
         try:
-            cls.min_torch_version = TorchVersion.parse(release) if release else None
+            min_torch_version = TorchVersion.parse(release) if release else None
         except ConventionError as error:
             print(f"flake8: error: --autograd-min-torch-version: {error}", file=sys.stderr)
             raise SystemExit(2) from None
+        cls.settings = Settings(
+            function_bases=function_bases,
+            preview=preview,
+            preview_codes=preview_codes,
+            ctx_names=ctx_names,
+            min_torch_version=min_torch_version,
+        )
 
     @classmethod
-    def _preview_codes(cls, options: Any) -> FrozenSet[str]:
+    def _preview_codes(cls, options: Any, preview: bool) -> FrozenSet[str]:
         """The preview codes to run: those flake8 reports, with preview on or when a selection names them.
         Warns, once per run, about a selection of this plugin's codes that changes nothing."""
-        if cls.preview and isinstance(getattr(options, "extended_default_ignore", None), list):
+        if preview and isinstance(getattr(options, "extended_default_ignore", None), list):
             # Preview on: flake8 must not drop what the preview rules report (a new list: flake8's own is
             # shared with its option manager). parse_options runs before flake8 builds its decision engine.
             options.extended_default_ignore = [
                 code for code in options.extended_default_ignore if code not in PREVIEW_CODES
             ]
-        is_reported = flake8_decision(options, cls.preview)
+        is_reported = flake8_decision(options, preview)
         selections = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]
-        codes = preview_codes_to_run(cls.preview, selections, is_reported)
+        codes = preview_codes_to_run(preview, selections, is_reported)
         # flake8 parses the options again in each worker process it starts (other than by fork): warn once.
         if multiprocessing.parent_process() is None:
 
@@ -204,14 +189,12 @@ class AutogradChecker:
         return codes
 
     def run(self) -> Iterator[Tuple[int, int, str, Type["AutogradChecker"]]]:
-        if not might_define_function("".join(self.lines), self.function_bases):
+        settings = self.settings
+        if not might_define_function("".join(self.lines), settings.function_bases):
             return  # most files: no import, no tree walked
         from ..checking.checker import check_tree, class_checks_loaded
 
-        findings = check_tree(
-            self.tree, self.lines, self.filename, self.function_bases, self.rules, ctx_names=self.ctx_names,
-            min_torch_version=self.min_torch_version,
-        )
+        findings = check_tree(self.tree, self.lines, self.filename, settings)
         if class_checks_loaded():
             _settle_engine()
         for finding in findings:

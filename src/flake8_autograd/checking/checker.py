@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import ast
 import sys
-from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence
+from typing import List, Sequence
 
-from ..core.conventions import CtxNames, TorchVersion
 from ..core.findings import INTERNAL_ERROR, Finding, internal_error
+from ..core.settings import DEFAULT_SETTINGS, Settings
 from ..engine.discovery.custom_ops import CustomOpDiscovery
 from ..engine.discovery.functions import Discovery
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..rules.base import Rule
 
 __all__ = ["INTERNAL_ERROR", "check_module", "check_tree", "class_checks_loaded", "might_define_function"]
 
@@ -37,45 +34,25 @@ def might_define_function(text: str, extra_bases: Sequence[str]) -> bool:
 
 
 def check_module(
-    tree: ast.Module,
-    lines: Sequence[str],
-    filename: str = "<unknown>",
-    extra_bases: Sequence[str] = (),
-    rules: Optional[Iterable["Rule"]] = None,
-    *,
-    preview: bool = False,
-    ctx_names: CtxNames = CtxNames(),
-    min_torch_version: Optional[TorchVersion] = None,
+    tree: ast.Module, lines: Sequence[str], filename: str = "<unknown>", settings: Settings = DEFAULT_SETTINGS
 ) -> List[Finding]:
     """All findings for one module, sorted by position. Never raises.
 
-    ``rules`` defaults to the core rules, with the preview rules too when ``preview`` is set.
-    ``ctx_names`` are the accepted names of the context parameter (AGF002); ``min_torch_version`` the
-    oldest torch release the project supports (None: not said).
+    ``settings`` are the run's (:class:`~..core.settings.Settings`): the project's Function bases, the
+    rules to run, the accepted names of the context parameter, the oldest torch release supported.
     """
-    if not might_define_function("".join(lines), extra_bases):
+    if not might_define_function("".join(lines), settings.function_bases):
         return []
-    return check_tree(
-        tree, lines, filename, extra_bases, rules, preview=preview, ctx_names=ctx_names,
-        min_torch_version=min_torch_version,
-    )
+    return check_tree(tree, lines, filename, settings)
 
 
 def check_tree(
-    tree: ast.Module,
-    lines: Sequence[str],
-    filename: str = "<unknown>",
-    extra_bases: Sequence[str] = (),
-    rules: Optional[Iterable["Rule"]] = None,
-    *,
-    preview: bool = False,
-    ctx_names: CtxNames = CtxNames(),
-    min_torch_version: Optional[TorchVersion] = None,
+    tree: ast.Module, lines: Sequence[str], filename: str = "<unknown>", settings: Settings = DEFAULT_SETTINGS
 ) -> List[Finding]:
     """:func:`check_module` for an adapter that has already passed the file through the text test (so
     that the text of every such file is not joined and searched twice)."""
     try:
-        discovery = Discovery(tree, filename, extra_bases)
+        discovery = Discovery(tree, filename, settings)
         custom_ops = None
         if any("custom_op" in line for line in lines):
             custom_ops = CustomOpDiscovery(tree, discovery.imports)
@@ -85,9 +62,7 @@ def check_tree(
             return []
         from . import class_checks  # libcst and the rules: needed from the first Function class on
 
-        return class_checks.check_classes(
-            tree, lines, discovery, rules, preview, ctx_names, min_torch_version, custom_ops=custom_ops
-        )
+        return class_checks.check_classes(tree, lines, discovery, settings, custom_ops=custom_ops)
     except Exception as error:  # noqa: BLE001 - a plugin must never take the whole flake8 run down
         return [internal_error(1, 0, "module", error)]
 

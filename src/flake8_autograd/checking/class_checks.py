@@ -6,12 +6,13 @@ once discovery has found at least one class.
 from __future__ import annotations
 
 import ast
+import functools
 import gc
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ..core.conventions import CtxNames, TorchVersion
 from ..core.findings import Finding, internal_error, too_deep
+from ..core.settings import Settings
 from ..rules import PREVIEW_RULES, RULES
 from ..rules.base import OpRule, Rule
 from ..engine.analysis.module_analysis import Analysis
@@ -21,22 +22,32 @@ from ..engine.models.class_model import ClassModel
 from ..engine.syntax.source import MAX_SYNTAX_DEPTH, parse_class, syntax_depth_exceeds
 
 
+def rules_for(settings: Settings) -> Sequence[Rule]:
+    """The rules ``settings`` run: those on by default, then the preview rules whose codes it names (all of
+    them when it names none and preview is on), in the registry's order. Worked out once per selection."""
+    return _rules(settings.preview, settings.preview_codes)
+
+
+@functools.lru_cache(maxsize=None)
+def _rules(preview: bool, preview_codes: Optional[FrozenSet[str]]) -> Tuple[Rule, ...]:
+    if preview_codes is None:
+        return tuple(RULES + PREVIEW_RULES if preview else RULES)
+    return tuple(RULES + [rule for rule in PREVIEW_RULES if rule.code in preview_codes])
+
+
 def check_classes(
     tree: ast.Module,
     lines: Sequence[str],
     discovery: Discovery,
-    rules: Optional[Iterable[Rule]],
-    preview: bool,
-    ctx_names: CtxNames = CtxNames(),
-    min_torch_version: Optional[TorchVersion] = None,
+    settings: Settings,
     *,
     custom_ops: Optional[CustomOpDiscovery] = None,
 ) -> List[Finding]:
     """The findings of every class ``discovery`` found, and of every custom op ``custom_ops`` found,
     sorted by position; a rule that raises costs one internal-error finding at its class (or op), not
     the others' findings."""
-    active = list(rules if rules is not None else RULES + PREVIEW_RULES if preview else RULES)
-    analysis = Analysis(tree, discovery, ctx_names, lines, min_torch_version=min_torch_version)
+    active = rules_for(settings)
+    analysis = Analysis(tree, discovery, settings, lines)
     builder = _ModelBuilder(lines)
     findings: Dict[Tuple[int, int, str], Finding] = {}
     with _collecting_class_by_class() as collect:
@@ -60,7 +71,7 @@ def check_classes(
 
 
 def _check_registrations(
-    op: CustomOpSite, lines: Sequence[str], analysis: Analysis, rules: List[Rule]
+    op: CustomOpSite, lines: Sequence[str], analysis: Analysis, rules: Sequence[Rule]
 ) -> List[Finding]:
     """The Function rules that carry over, on each ``register_autograd`` of ``op`` (a model of the
     Function PyTorch generates for it). A setup_context that cannot take PyTorch's call is left to
@@ -129,7 +140,7 @@ def _collecting_class_by_class() -> Iterator[Callable[[], object]]:
             gc.enable()
 
 
-def _check_class(site: ClassSite, builder: "_ModelBuilder", analysis: Analysis, rules: List[Rule]) -> List[Finding]:
+def _check_class(site: ClassSite, builder: "_ModelBuilder", analysis: Analysis, rules: Sequence[Rule]) -> List[Finding]:
     try:
         model = builder.build(site)
         if model is None:

@@ -15,12 +15,13 @@ import io
 import multiprocessing
 import re
 import tokenize
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ...core.conventions import CtxNames, TorchVersion
 from ...checking.checker import check_tree, might_define_function
 from ...core.fixes import Edit, Fix, computing_ends, computing_fixes
+from ...core.settings import Settings
 from ...rules import PREVIEW_RULES, RULES
 from ...rules.base import Finding, Rule
 from ...checking.selection import CODES, PREFIX, PREVIEW_CODES, ineffective_selections, preview_codes_to_run, reported
@@ -77,6 +78,18 @@ class CheckOptions:
     extend_ignore: Tuple[str, ...] = ()
     # (pattern, codes): the codes are also ignored in the files the pattern matches, as flake8 matches them
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    # What the checking of every file reads, built once with the options (see __post_init__).
+    settings: Settings = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        settings = Settings(
+            function_bases=self.function_bases,
+            preview=self.preview,
+            preview_codes=preview_codes_to_run(self.preview, self.selections, self.selects),
+            ctx_names=self.ctx_names,
+            min_torch_version=self.min_torch_version,
+        )
+        object.__setattr__(self, "settings", settings)
 
     def for_path(self, path: str) -> "CheckOptions":
         """The options for one file: its per-file ignores added to the ignored codes (flake8's extend-ignore)."""
@@ -92,9 +105,9 @@ class CheckOptions:
         """The rules on by default, and the preview rules whose codes are chosen (see :mod:`..selection`)."""
         return RULES + [rule for rule in PREVIEW_RULES if rule.code in self._chosen_preview_codes]
 
-    @functools.cached_property
+    @property
     def _chosen_preview_codes(self) -> FrozenSet[str]:
-        return preview_codes_to_run(self.preview, self.selections, self.selects)
+        return self.settings.preview_codes or frozenset()
 
     @functools.cached_property
     def _decisions(self) -> Dict[str, bool]:
@@ -191,22 +204,19 @@ def check_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Outco
 def lint_lines(lines: Sequence[str], path: str, options: CheckOptions) -> Tuple[List[Finding], Optional[str]]:
     """The findings the user asked for (selected, not silenced), each with its fix if it has one; and a
     notice when the file was skipped."""
-    options = options.for_path(path)
     text = "".join(lines)
-    if not might_define_function(text, options.function_bases):
+    if not might_define_function(text, options.settings.function_bases):
         return [], None  # most files: no tree needed
     if file_is_exempt(lines):
         return [], None
+    options = options.for_path(path)  # the per-file ignores change what is reported, not the Function bases
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return [], f"skipped, not valid Python: {_syntax_reason(error)}"
     # the command always says which findings it could fix, and where each one ends
     with computing_fixes(), computing_ends():
-        findings = check_tree(
-            tree, lines, path, options.function_bases, options.rules, ctx_names=options.ctx_names,
-            min_torch_version=options.min_torch_version,
-        )
+        findings = check_tree(tree, lines, path, options.settings)
     noqa = InlineNoqa(lines)
     allowed: Dict[Tuple[int, str], bool] = {}  # a fix shared by several findings is looked at once
     selected = []

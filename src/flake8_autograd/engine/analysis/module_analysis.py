@@ -12,7 +12,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 
 import libcst as cst
 
-from ...core.conventions import CtxNames, TorchVersion
+from ...core.settings import DEFAULT_SETTINGS, Settings
 from ..facts.counting import CountedReturn, backward_never_runs, counted_returns, inputs_certainly_given_gradients
 from ..facts.ctx.attributes import stored_through_graph_nodes
 from ..discovery.functions import ClassSite, Discovery
@@ -84,16 +84,16 @@ class Analysis:
         self,
         tree: ast.Module,
         discovery: Discovery,
-        ctx_names: CtxNames = CtxNames(),
+        settings: Settings = DEFAULT_SETTINGS,
         lines: Optional[Sequence[str]] = None,
-        *,
-        min_torch_version: Optional[TorchVersion] = None,
     ) -> None:
         self.tree = tree
         self.lines = lines  # the module's text, when known: a cheap test before walking the module
         self.discovery = discovery
-        self.ctx_names = ctx_names  # the project's accepted names of the context parameter
-        self.min_torch_version = min_torch_version  # the oldest torch the project supports; None: not said
+        self.settings = settings
+        # What the rules read of the settings.
+        self.ctx_names = settings.ctx_names  # the project's accepted names of the context parameter
+        self.min_torch_version = settings.min_torch_version  # the oldest torch supported; None: not said
         self.imports: ImportTable = discovery.imports
         self._apply_calls: Optional[Dict[str, List[ApplyCall]]] = None
         self._direct_uses: Optional[Dict[ast.ClassDef, List[DirectUse]]] = None  # by the class statement

@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
+from ...core.settings import DEFAULT_SETTINGS, Settings
 from ..syntax.names import ImportTable, ast_dotted
 
 TORCH_FUNCTION_BASES: FrozenSet[str] = frozenset(
@@ -77,13 +78,13 @@ class ClassSite:
 class Discovery:
     """The classes of one module and which of them are autograd Functions."""
 
-    def __init__(self, tree: ast.Module, filename: str, extra_bases: Sequence[str] = ()) -> None:
+    def __init__(self, tree: ast.Module, filename: str, settings: Settings = DEFAULT_SETTINGS) -> None:
         statements = list(iter_statements(tree.body))
         self.imports = ImportTable.from_ast(
             ((node, place.nested, place.fallback) for node, place in statements if isinstance(node, ast.stmt)),
             filename,
         )
-        self._extra_bases = tuple(extra_bases)
+        self._extra_bases = settings.function_bases  # the project's own bases, besides torch's
         self.classes: List[ClassSite] = []
         self._by_name: Dict[str, List[ClassSite]] = {}
         self._subclassed: Optional[Set[int]] = None

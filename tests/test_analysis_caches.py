@@ -11,7 +11,7 @@ import pytest
 
 from conftest import lint, source_lines
 from flake8_autograd.engine.analysis import module_analysis as analysis_module
-from flake8_autograd.engine.facts import tensors
+from flake8_autograd.engine.facts.tensors import inference as tensors
 from flake8_autograd.engine.analysis.module_analysis import Analysis
 from flake8_autograd.checking.class_checks import _ModelBuilder
 from flake8_autograd.engine.facts.counting import backward_never_runs

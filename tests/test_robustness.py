@@ -39,7 +39,7 @@ from flake8_autograd.engine.discovery.functions import Discovery
 from flake8_autograd.engine.models.class_model import ClassModel
 from flake8_autograd.engine.syntax.source import parse_class
 from flake8_autograd.engine.facts.tensor_kinds import Kind
-from flake8_autograd.engine.facts.tensors import TensorInference
+from flake8_autograd.engine.facts.tensors.inference import TensorInference
 from flake8_autograd.engine.syntax.walk import walk
 from flake8_autograd.rules import PREVIEW_RULES, RULES
 from flake8_autograd.rules.base import Finding, Rule

@@ -16,7 +16,7 @@ from ..engine.analysis.buffers import filled_output_buffer
 from ..engine.models.body_facts import CtxStore
 from ..engine.models.class_model import ClassModel, Method
 from ..engine.facts.tensor_kinds import Kind
-from ..engine.facts.tensors import TensorInference
+from ..engine.facts.tensors.inference import TensorInference
 from ..engine.syntax.walk import cst_dotted, short_code, walk_scope
 from ..core.fixes import Edit, Fix
 from ..engine.syntax.locate import locator

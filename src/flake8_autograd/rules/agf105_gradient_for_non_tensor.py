@@ -9,7 +9,7 @@ import libcst as cst
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import ClassModel, Method
 from ..engine.facts.tensor_kinds import Kind, annotation_kind
-from ..engine.facts.tensors import TensorInference
+from ..engine.facts.tensors.inference import TensorInference
 from .base import Finding, Rule
 
 # Expressions that are certainly not None: computations and number literals.

@@ -13,7 +13,7 @@ from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import ClassModel, Method
 from ..engine.facts.module_facts import statement_names
 from ..engine.facts.tensor_kinds import Kind
-from ..engine.facts.tensors import TensorInference
+from ..engine.facts.tensors.inference import TensorInference
 from ..engine.syntax.walk import short_code
 from .base import Finding, Rule
 

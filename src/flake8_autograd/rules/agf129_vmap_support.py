@@ -9,7 +9,7 @@ import libcst as cst
 
 from ..engine.analysis.module_analysis import Analysis
 from ..engine.models.class_model import ClassModel, Method, uses_first_as_ctx
-from ..engine.facts.torch_names import TENSOR_METHODS
+from ..engine.facts.tensors.torch_names import TENSOR_METHODS
 from .base import Finding, Rule
 
 

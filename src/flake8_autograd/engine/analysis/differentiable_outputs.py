@@ -31,8 +31,8 @@ from ..facts.counting import _marked_non_differentiable, is_integer_tensor, slot
 from ..models.class_model import ClassModel, Method
 from ..facts.memory_and_layout import ALLOCATIONS
 from ..facts.tensor_kinds import Kind
-from ..facts.tensors import TensorInference
-from ..facts.torch_names import NON_TENSOR_BUILTINS, SPLITTING_METHODS
+from ..facts.tensors.inference import TensorInference
+from ..facts.tensors.torch_names import NON_TENSOR_BUILTINS, SPLITTING_METHODS
 from ..syntax.walk import cst_dotted, walk
 
 # Operators whose result keeps a floating operand's dtype and its derivative.

@@ -25,7 +25,7 @@ from ..facts.op_facts import globals_assigned_in_functions, module_bound_names, 
 from ..facts.memory_and_layout import ALLOCATIONS, LAYOUT_METHODS
 from ..syntax.scopes import CLASS, ModuleScopes, Scope
 from ..facts.tensor_kinds import Kind
-from ..facts.tensors import TensorInference
+from ..facts.tensors.inference import TensorInference
 
 
 @dataclass(frozen=True, eq=False)

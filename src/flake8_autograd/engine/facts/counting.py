@@ -17,7 +17,7 @@ from ..models.body_facts import Binding
 from ..models.class_model import ClassModel, Method
 from ..syntax.names import ImportTable
 from .tensor_kinds import Kind
-from .tensors import TensorInference
+from .tensors.inference import TensorInference
 from ..syntax.walk import cst_dotted, fingerprint, walk_scope
 
 _NONE = cst.Name("None")

@@ -11,7 +11,7 @@ import libcst as cst
 from ...models.custom_op_model import is_custom_op
 from ...models.class_model import ClassModel, Method
 from ..tensor_kinds import Kind
-from ..tensors import TensorInference
+from ..tensors.inference import TensorInference
 from ...syntax.walk import short_code
 
 

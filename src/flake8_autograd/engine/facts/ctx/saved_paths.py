@@ -19,7 +19,7 @@ import libcst as cst
 from ..counting import is_none
 from ...models.class_model import Method
 from ..tensor_kinds import Kind
-from ..tensors import TensorInference
+from ..tensors.inference import TensorInference
 from ...syntax.walk import walk_scope
 
 # The ctx calls that fill ``saved_tensors`` (backward sees the first, jvp the second; both count as a save

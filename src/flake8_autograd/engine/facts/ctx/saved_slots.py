@@ -20,7 +20,7 @@ import libcst as cst
 from ...models.class_model import ClassModel, Method
 from .saved_paths import ctx_used_only_directly, returns_a_value
 from ..tensor_kinds import Kind
-from ..tensors import TensorInference
+from ..tensors.inference import TensorInference
 from ...syntax.walk import fingerprint
 
 # The methods autograd calls with the ctx that forward (or setup_context) filled. jvp sees only what

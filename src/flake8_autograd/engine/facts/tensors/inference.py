@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
-from ..models.body_facts import TENSOR_EVIDENCE_ATTRIBUTES, Binding, constant_index as _constant_index
-from ..models.class_model import ClassModel, Method, Param, forward_inputs
-from ..syntax.names import ImportTable
-from ..syntax.walk import children
+from ...models.body_facts import TENSOR_EVIDENCE_ATTRIBUTES, Binding, constant_index as _constant_index
+from ...models.class_model import ClassModel, Method, Param, forward_inputs
+from ...syntax.names import ImportTable
+from ...syntax.walk import children
 from .narrowing import narrowings, proven_by_test
 from .reaching_bindings import (
     COMPREHENSIONS,
@@ -25,7 +25,7 @@ from .reaching_bindings import (
     rebinds_plainly,
     target_names,
 )
-from .tensor_kinds import Kind, annotation_kind, join, resolved_dotted
+from ..tensor_kinds import Kind, annotation_kind, join, resolved_dotted
 from .torch_names import (
     FUNCTIONAL_NON_TENSOR,
     LEGACY_CONSTRUCTORS,
@@ -45,7 +45,7 @@ from .torch_names import (
 )
 
 if TYPE_CHECKING:
-    from .module_facts import HelperSignature, ModuleFacts
+    from ..module_facts import HelperSignature, ModuleFacts
 
 # A budget against pathological code (deep nesting, long chains of names): past it, unknown. One
 # level takes up to five Python frames, and setup_context's inference of forward runs on the same

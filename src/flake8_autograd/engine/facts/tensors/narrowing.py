@@ -11,11 +11,11 @@ from typing import Callable, Dict
 
 import libcst as cst
 
-from ..models.class_model import Method
-from ..syntax.names import ImportTable
-from ..syntax.walk import walk_scope
+from ...models.class_model import Method
+from ...syntax.names import ImportTable
+from ...syntax.walk import walk_scope
 from .reaching_bindings import binds_in
-from .tensor_kinds import Kind, annotation_kind, resolved_dotted
+from ..tensor_kinds import Kind, annotation_kind, resolved_dotted
 
 Narrowing = Dict[str, Kind]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Dict, FrozenSet
 
-from ..models.body_facts import TENSOR_EVIDENCE_ATTRIBUTES
-from .tensor_kinds import TENSOR_ANNOTATIONS
+from ...models.body_facts import TENSOR_EVIDENCE_ATTRIBUTES
+from ..tensor_kinds import TENSOR_ANNOTATIONS
 
 # torch functions that always return one tensor.
 TORCH_TENSOR_FUNCTIONS: FrozenSet[str] = frozenset(

@@ -13,8 +13,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from ..models.class_model import Method
-from ..syntax.walk import children, cst_dotted, walk_scope
+from ...models.class_model import Method
+from ...syntax.walk import children, cst_dotted, walk_scope
 
 # Comprehensions and nested scopes: the names inside are their own.
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)

@@ -312,6 +312,41 @@ def test_classmethod_contract_methods_run_eagerly_but_break_torch_compile() -> N
     assert lint(NO_STATICMETHOD.replace("    def ", "    @staticmethod\n    def ")) == []
 
 
+CLASSMETHOD_FORWARD = """
+import torch
+
+
+class TwiceClassmethodForward(torch.autograd.Function):
+    @classmethod
+    def forward(cls, ctx, x):
+        return x + x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+"""
+
+
+def test_a_classmethod_forward_alone_breaks_fullgraph_compiling_too() -> None:
+    """The shape PyTorch's own tests call supported (a @classmethod forward beside a static backward)
+    runs eagerly and compiles with a graph break, but torch.compile(fullgraph=True) fails on it, as on a
+    @classmethod backward: AGF001 reports it, and says why."""
+    function = _define(CLASSMETHOD_FORWARD, "TwiceClassmethodForward")
+    x = _leaf()
+    function.apply(x).sum().backward()
+    assert torch.equal(x.grad, torch.ones_like(x))
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(lambda t: function.apply(t), backend="eager")(_leaf()), _leaf().detach() * 2)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: function.apply(t), fullgraph=True, backend="eager")
+    with pytest.raises(Exception, match="failed to bind arguments"):
+        compiled(_leaf())
+    torch._dynamo.reset()
+    findings = lint(CLASSMETHOD_FORWARD)
+    assert [finding.code for finding in findings] == ["AGF001"]
+    assert "torch.compile cannot inline" in findings[0].message
+
+
 def test_forward_without_ctx_or_setup_context_fails_at_apply() -> None:
     function = _define(FORWARD_WITHOUT_CTX, "DoubleNoCtx")
     with pytest.raises(TypeError, match="takes 1 positional argument but 2 were given"):

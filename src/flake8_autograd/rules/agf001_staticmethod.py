@@ -21,7 +21,7 @@ class StaticMethodRule(Rule):
     code = "AGF001"
     name = "contract method must be a @staticmethod"
     message = "{method} is not a @staticmethod; add @staticmethod"
-    classmethod_message = "{method} is a @classmethod; make it a @staticmethod"
+    classmethod_message = "{method} is a @classmethod, which torch.compile cannot inline; make it a @staticmethod"
     invalid = (
         """
         class MyFn(torch.autograd.Function):

@@ -284,3 +284,25 @@ def test_backward_without_return_gives_one_none() -> None:
     found = _codes_by_class("agf004_reachability")
     assert "AGF004" in found["MulInto"]
     assert "AGF004" not in found["ForwardOnly"] | found["DetachLike"]
+
+
+# --- a fall-through under needs_input_grad conditions that cover every input ------------------------
+
+
+def test_a_fall_through_under_covering_needs_input_grad_checks_is_never_taken() -> None:
+    """CoveredProduct's chain returns whenever some input needs a gradient; with none, apply builds no node
+    and backward never runs. HalfCoveredProduct misses b: with only b requiring grad it falls off."""
+    module = _fixture("agf004_reachability")
+    for a_grad, b_grad in ((True, True), (True, False), (False, True)):
+        a = torch.rand(3, dtype=torch.float64, requires_grad=a_grad)
+        b = torch.rand(3, dtype=torch.float64, requires_grad=b_grad)
+        module.CoveredProduct.apply(a, b).sum().backward()
+        assert (a.grad is not None) == a_grad and (b.grad is not None) == b_grad
+    none = module.CoveredProduct.apply(torch.rand(3), torch.rand(3))
+    assert none.grad_fn is None  # no input requires grad: no node, backward cannot run
+    assert "AGF004" not in _codes_by_class("agf004_reachability")["CoveredProduct"]
+    a = torch.rand(3, dtype=torch.float64)
+    b = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match=f"{INCORRECT_COUNT} \\(expected 2, got 1\\)"):
+        module.HalfCoveredProduct.apply(a, b).sum().backward()
+    assert "AGF004" in _codes_by_class("agf004_reachability")["HalfCoveredProduct"]

@@ -61,11 +61,82 @@ def counted_returns(method: Method, inference: TensorInference) -> List[CountedR
     results = [CountedReturn(ret, _returned_slots(method, ret, counter)) for ret in facts.returns]
     body = method.node.body
     if isinstance(body, cst.IndentedBlock) and (
-        can_fall_off(body.body)
+        (can_fall_off(body.body) and not _fall_off_needs_no_gradient(method, inference, body.body))
         or (method.name in GRADIENT_RETURNING and not facts.returns and _ends_in_returning_call(body.body))
     ):
         results.append(CountedReturn(method.node, [(_NONE,)]))
     return results
+
+
+# ``any(ctx.needs_input_grad)``: true whenever one input needs a gradient.
+_EVERY_INPUT = -1
+
+
+def _fall_off_needs_no_gradient(method: Method, inference: TensorInference, body: Sequence[cst.BaseStatement]) -> bool:
+    """Whether backward can fall off its end only when no input needs a gradient, a call autograd never
+    makes: the body ends in an ``if``/``elif`` chain with no ``else`` whose every branch returns, and for
+    each input some condition of the chain is true whenever ``ctx.needs_input_grad`` is true for it
+    (``if ctx.needs_input_grad[0]: ... elif ctx.needs_input_grad[1]: ...``). needs_input_grad cannot
+    change inside backward, and autograd calls backward only when an input requires grad."""
+    if method.name != "backward" or method.signature is None or method.signature.first is None or not body:
+        return False
+    chain = body[-1]
+    if not isinstance(chain, cst.If):
+        return False
+    ctx = method.signature.first.name
+    covered: Set[int] = set()
+    branch: Optional[cst.If] = chain
+    while branch is not None:
+        if _block_falls_off(branch.body):
+            return False
+        try:
+            covered |= _implied_by_needs_input_grad(branch.test, ctx)
+        except RecursionError:  # a condition of thousands of terms: nothing is certain
+            return False
+        orelse = branch.orelse
+        if isinstance(orelse, cst.Else):
+            return False  # an else that returns leaves no fall-through; one that falls off is a real one
+        branch = orelse
+    if _EVERY_INPUT in covered:
+        return True
+    inputs = inference.model.forward_inputs()
+    return inputs is not None and inputs.total > 0 and covered >= set(range(inputs.total))
+
+
+def _implied_by_needs_input_grad(test: cst.BaseExpression, ctx: str) -> Set[int]:
+    """The inputs ``i`` for which ``ctx.needs_input_grad[i]`` being true makes ``test`` true; ``_EVERY_INPUT``
+    stands for all of them. Empty when nothing is certain."""
+    if isinstance(test, cst.Subscript) and _is_needs_input_grad(test.value, ctx) and len(test.slice) == 1:
+        index = test.slice[0].slice
+        value = _constant_int(index.value) if isinstance(index, cst.Index) else None
+        return {value} if value is not None and value >= 0 else set()
+    if (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value == "any"
+        and len(test.args) == 1
+        and _is_needs_input_grad(test.args[0].value, ctx)
+    ):
+        return {_EVERY_INPUT}
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _implied_by_needs_input_grad(test.left, ctx), _implied_by_needs_input_grad(test.right, ctx)
+        if isinstance(test.operator, cst.Or):
+            return left | right
+        if _EVERY_INPUT in left:
+            return right
+        if _EVERY_INPUT in right:
+            return left
+        return left & right
+    return set()
+
+
+def _is_needs_input_grad(node: cst.BaseExpression, ctx: str) -> bool:
+    return (
+        isinstance(node, cst.Attribute)
+        and node.attr.value == "needs_input_grad"
+        and isinstance(node.value, cst.Name)
+        and node.value.value == ctx
+    )
 
 
 # Words in the name of a call that may be meant never to return (it raises or exits).

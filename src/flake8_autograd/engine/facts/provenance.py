@@ -240,11 +240,20 @@ class Provenance:
             # fresh walk per subscript would redo the name's whole history for every part taken of it.
             pending.append(base)
             return
+        if isinstance(base, cst.Name) and base.value == self._incoming_vararg():
+            return  # ``grad_outputs[1]``: an incoming gradient handed on unchanged, no work
         made_of = self.producers(base, depth + 1) if depth < MAX_DEPTH else frozenset()
         if made_of:
             found |= made_of  # a part of a call's result (``fused(...)[0]``)
         else:
             found.add(("subscript", subscript))  # indexing a parameter is work of its own
+
+    def _incoming_vararg(self) -> Optional[str]:
+        """The name of backward's ``*grad_outputs``: the gradients it receives, one per output."""
+        signature = self.method.signature
+        if self.method.name not in ("backward", "vjp") or signature is None or signature.vararg is None:
+            return None
+        return signature.vararg.name
 
     def _arithmetic_producers(
         self, operation: cst.BinaryOperation, depth: int, found: Set[Computation], pending: List[cst.CSTNode]

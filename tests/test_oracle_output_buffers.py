@@ -107,3 +107,25 @@ def test_an_output_overwritten_in_place_is_read() -> None:
     sigmoid = torch.sigmoid(x.detach())
     torch.testing.assert_close(x.grad, sigmoid * (1 - sigmoid))  # computed from the stored values
     assert "AGF003" in codes_inside(STEM, "SigmoidInPlaceBackward")
+
+
+def test_a_list_of_uninitialised_workspaces_holds_no_state() -> None:
+    """What the workspaces hold before backward writes them never reaches the gradient: filled with
+    garbage between forward and backward, the gradient is the same. With a computed tensor in the list,
+    that element is read in backward: changing it changes the gradient (state kept on ctx)."""
+    module = fixture_module(STEM)
+    x = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    node = module.WorkspaceList.apply(x)
+    for workspace in node.grad_fn.workspaces:
+        workspace.fill_(123.0)
+    node.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))
+    assert "AGF003" not in codes_inside(STEM, "WorkspaceList")
+    x.grad = None
+    assert torch.autograd.gradcheck(module.WorkspaceListWithData.apply, (x,))
+    node = module.WorkspaceListWithData.apply(x)
+    node.grad_fn.workspaces[1].fill_(1.0)  # the kept data changed before backward, unchecked by autograd
+    node.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))  # not 2 * exp(x): a silently wrong gradient
+    assert not torch.allclose(x.grad, 2 * torch.exp(x.detach()))
+    assert "AGF003" in codes_inside(STEM, "WorkspaceListWithData")

@@ -150,10 +150,13 @@ def _output_buffer(store: CtxStore, inference: TensorInference, analysis: Analys
     value = store.value
     if len(inference.facts.ctx_reads.get(store.attribute, [])) != 1:
         return False  # forward reads it back (fills it, or keeps using it): saved data
-    if isinstance(value, cst.Call):
-        func = value.func
-        dotted = inference.imports.resolve_dotted(cst_dotted(func) or "")
-        if dotted in _UNINITIALISED or (isinstance(func, cst.Attribute) and func.attr.value == "new_empty"):
+    if _uninitialised(value, inference):
+        return True
+    if isinstance(value, (cst.Tuple, cst.List)):
+        # A display of workspaces (``[torch.empty(n), torch.empty(m)]``): no data kept, whatever backward
+        # writes into them; one element made otherwise is data again.
+        tensors = [element.value for element in value.elements if inference.kind(element.value) is Kind.TENSOR]
+        if tensors and all(_uninitialised(tensor, inference) for tensor in tensors):
             return True
     backward = inference.model.method("backward")
     if backward is None or backward.node is None or backward.ctx_name is None or backward.facts.ctx_escapes:
@@ -163,6 +166,15 @@ def _output_buffer(store: CtxStore, inference: TensorInference, analysis: Analys
     if reads and all(id(read) in written for read in reads):
         return True
     return filled_output_buffer(backward, store.attribute, analysis)
+
+
+def _uninitialised(value: cst.BaseExpression, inference: TensorInference) -> bool:
+    """An allocation whose contents are undefined (``torch.empty(...)``, ``x.new_empty(...)``)."""
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    dotted = inference.imports.resolve_dotted(cst_dotted(func) or "")
+    return dotted in _UNINITIALISED or (isinstance(func, cst.Attribute) and func.attr.value == "new_empty")
 
 
 def _written_in_backward(backward: Method) -> "set[int]":

@@ -88,6 +88,18 @@ def test_both_keeps_to_dev_and_test_and_all_adds_holdout() -> None:
     assert sample.projects_of(rows, "holdout") == ["unseen"]
 
 
+def test_the_second_holdout_is_drawn_only_when_named() -> None:
+    rows = [
+        {"name": "seen", "split": "dev"},
+        {"name": "judged", "split": "test"},
+        {"name": "unseen", "split": "holdout"},
+        {"name": "later", "split": "holdout-2026-11-27"},
+    ]
+    assert sample.projects_of(rows, "all") == ["seen", "judged", "unseen"]
+    assert sample.projects_of(rows, "holdout-2026-11-27") == ["later"]
+    assert sample.SPLIT_SEEDS["holdout-2026-11-27"] == 20261127
+
+
 def test_holdout_is_drawn_alone_with_its_own_seed(tmp_path: Path) -> None:
     root = one_project_per_split(tmp_path)
     output = root / "sample-holdout.txt"

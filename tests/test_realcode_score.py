@@ -176,7 +176,12 @@ def test_empty_cache_reports_everything_missing(tmp_path: Path) -> None:
         ("labels/beta.toml", 'project = "beta"', 'project = "delta"', "project 'delta' is not in projects.toml"),
         ("labels/beta.toml", "line = 15", "line = 6", "beta/kernel.py:6 Shift: class labelled twice (also as Scale)"),
         ("labels/beta.toml", "violations = []", "violations = [", "labels/beta.toml: not valid TOML"),
-        ("projects.toml", 'split = "test"', 'split = "train"', "must be one of dev, test, holdout, not 'train'"),
+        (
+            "projects.toml",
+            'split = "test"',
+            'split = "train"',
+            "must be one of dev, test, holdout, holdout-2026-11-27, not 'train'",
+        ),
         ("adjudications.toml", 'wrong = "label"', 'wrong = "both"', "'wrong' must be one of label, linter"),
         ("judgements.toml", 'verdict = "false"', 'verdict = "no"', "'verdict' must be one of true, false, debatable"),
     ],

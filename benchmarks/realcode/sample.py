@@ -2,13 +2,15 @@
 
     python benchmarks/realcode/sample.py --count 400 [--seed 20261123] [--cache DIR] [--packets DIR]
     python benchmarks/realcode/sample.py --split holdout --count 200 --packets DIR
+    python benchmarks/realcode/sample.py --split holdout-2026-11-27 --count 200 --packets DIR
 
 ``--split`` chooses the projects drawn from: ``both`` (the default: dev and test, the population of
 ``sample.txt``), ``all``, or one split. Every project drawn from must be in the cache (``fetch.py``). The
 draw is uniform over the Function classes of those projects, with a fixed seed, so that the same manifest
 gives the same sample; it writes one line per class (``project<TAB>path:line:end<TAB>name``) to
 ``sample.txt`` (``sample-<split>.txt`` for another choice), with the split's own seed where it has one
-(the holdout split's is 20261124: it is drawn on its own, and adding it left ``sample.txt`` as it was).
+(the holdout split's is 20261124: it is drawn on its own, and adding it left ``sample.txt`` as it was; the
+split ``holdout-2026-11-27``'s is 20261127, and ``all`` leaves it out).
 With ``--packets``, each class is also written as a packet for a blind labeller: the class's text with
 line numbers and where it comes from, and nothing of what the linter says.
 """
@@ -30,9 +32,10 @@ MANIFEST = HERE / "projects.toml"
 SAMPLE = HERE / "sample.txt"
 DEFAULT_CACHE = Path.home() / ".cache" / "flake8-autograd-realcode"
 DEFAULT_SEED = 20261123
-SPLITS = ("dev", "test", "holdout")
-SPLIT_GROUPS = {"both": ("dev", "test"), "all": SPLITS}
-SPLIT_SEEDS = {"holdout": 20261124}  # a split drawn on its own has its own seed
+SPLITS = ("dev", "test", "holdout", "holdout-2026-11-27")
+# "all" leaves out the holdout of 2026-11-27: it is drawn on its own, and only when named.
+SPLIT_GROUPS = {"both": ("dev", "test"), "all": ("dev", "test", "holdout")}
+SPLIT_SEEDS = {"holdout": 20261124, "holdout-2026-11-27": 20261127}  # a split drawn on its own has its own seed
 FUNCTION_BASES = {"Function", "autograd.Function", "torch.autograd.Function", "torch.autograd.function.Function"}
 
 
@@ -103,7 +106,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         "--split", choices=(*SPLITS, *SPLIT_GROUPS), default="both", help="the projects to draw from (default both)"
     )
-    parser.add_argument("--seed", type=int, help=f"default {DEFAULT_SEED}, or the split's own (holdout: 20261124)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help=f"default {DEFAULT_SEED}, or the split's own (holdout: 20261124, holdout-2026-11-27: 20261127)",
+    )
     parser.add_argument("--manifest", type=Path, default=MANIFEST)
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--output", type=Path, help="default sample.txt for both, else sample-<split>.txt")

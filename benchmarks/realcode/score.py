@@ -5,6 +5,7 @@ Run with the package importable (or from a checkout: ``src`` is added to the pat
     python benchmarks/realcode/score.py                      # the dev split, default codes
     python benchmarks/realcode/score.py --split test --preview
     python benchmarks/realcode/score.py --split holdout --preview   # only once a change set is finished
+    python benchmarks/realcode/score.py --split holdout-2026-11-27 --preview   # the same, the second holdout
     python benchmarks/realcode/score.py --list-test-findings --preview
 
 Scoring mode: the engine runs in-process with every rule (preview ones too) on the file of each labelled
@@ -12,7 +13,7 @@ class; a finding counts for the labelled class whose span (from ``ast``) holds i
 outside labelled classes are ignored. Per class and code, TP = min(labelled, found), FP = found - TP,
 FN = labelled - TP: lines are recorded in the labels but need not match. One table per split, default
 and preview codes apart (preview ones only with ``--preview``); ``--split both`` is dev and test, ``--split
-all`` adds the holdout split.
+all`` adds the holdout split (not the holdout of 2026-11-27, scored only when named).
 
 Listing mode (``--list-test-findings``): every finding on every ``.py`` file of the test projects, with
 its verdict from ``judgements.toml`` (or UNJUDGED), then the precision per code from the judged ones.
@@ -39,9 +40,11 @@ else:  # pragma: no cover - Python 3.9 and 3.10 need the backport
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CACHE = Path("~/.cache/flake8-autograd-realcode").expanduser()
-SPLITS = ("dev", "test", "holdout")
+SPLITS = ("dev", "test", "holdout", "holdout-2026-11-27")
 # --split names a split or one of these groups; "both" keeps the meaning it had before the holdout split.
-SPLIT_GROUPS = {"both": ("dev", "test"), "all": SPLITS}
+# "all" is dev, test and the first holdout: the holdout of 2026-11-27 is unseen until it is scored, so it is
+# run only when named (--split holdout-2026-11-27), never as part of a group.
+SPLIT_GROUPS = {"both": ("dev", "test"), "all": ("dev", "test", "holdout")}
 VERDICTS = ("true", "false", "debatable")
 WRONG_SIDES = ("label", "linter")
 

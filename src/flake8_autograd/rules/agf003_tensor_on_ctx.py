@@ -118,6 +118,8 @@ class TensorOnCtxRule(Rule):
             return None
         if _output_buffer(store, inference, analysis):
             return None
+        # Named by the element that holds data (a workspace beside it holds none).
+        tensors.sort(key=lambda value: _uninitialised(value, inference))
         label = _quote(tensors[0])
         if len(tensors) > 1:
             label = f"{label} (and {len(tensors) - 1} more)"

@@ -27,7 +27,7 @@ class ScaledLinear(torch.autograd.Function):
 
 
 class LegacyRelu(torch.autograd.Function):
-    """AGF001 and AGF002: the pre-1.3 instance-method style."""
+    """AGF001: the pre-1.3 instance-method style (not static: self is an instance, which torch refuses)."""
 
     def forward(self, x):
         self.save_for_backward(x)
@@ -37,6 +37,18 @@ class LegacyRelu(torch.autograd.Function):
     def backward(ctx, grad_output):
         (x,) = ctx.saved_tensors
         return grad_output * (x > 0)
+
+
+class Halve(torch.autograd.Function):
+    """AGF002: the context named as if it were an instance."""
+
+    @staticmethod
+    def forward(self, x):
+        return x / 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output / 2
 
 
 class Multiply(torch.autograd.Function):

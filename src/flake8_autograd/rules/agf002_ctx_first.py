@@ -84,6 +84,8 @@ class CtxFirstRule(Rule):
                     yield self.report(
                         method, template=self.missing_message, method=method.qualname, ctx=names.preferred
                     )
+            elif first.name == "self" and not method.is_static and not method.is_classmethod:
+                continue  # a legacy method, whose self is the instance: AGF001 reports the missing @staticmethod
             elif not names.accepts(first.name):
                 if name == "forward" and not uses_first_as_ctx(method):
                     template = self.forward_without_ctx_message

@@ -51,8 +51,8 @@ def stores_module(count: int) -> str:
 _LEGACY_CLASS = '''
 
 class Legacy{index}(torch.autograd.Function):
-    def forward(self, x: torch.Tensor, weight: torch.Tensor):
-        self.weight = weight
+    def forward(this, x: torch.Tensor, weight: torch.Tensor):
+        this.weight = weight
         return x * weight * {index}
 
     @staticmethod
@@ -67,7 +67,7 @@ def legacy{index}(x, weight):
 
 def classes_module(count: int) -> str:
     """``count`` Function classes, each used through ``.apply``, each with three fixable findings: no
-    ``@staticmethod`` on forward (AGF001), its ctx named ``self`` (AGF002), a tensor on ctx (AGF003)."""
+    ``@staticmethod`` on forward (AGF001), its ctx named ``this`` (AGF002), a tensor on ctx (AGF003)."""
     return _HEADER + "".join(_LEGACY_CLASS.format(index=index) for index in range(count))
 
 

@@ -39,14 +39,15 @@ SCALE_PREVIEW_CODES = ["AGF001", "AGF005"]
 
 CLEAN = "import torch\n\n\ndef double(x):\n    return 2 * x\n"
 
-# A legacy Function: AGF001 on its forward; AGF002 and AGF113 (preview) for the self parameter and the missing backward.
+# A legacy Function: AGF001 on its forward; AGF002 and AGF113 (preview) for its first parameter, this,
+# and the missing backward.
 LEGACY = textwrap.dedent(
     """\
     import torch
 
 
     class Legacy(torch.autograd.Function):
-        def forward(self, x):
+        def forward(this, x):
             return x
     """
 )

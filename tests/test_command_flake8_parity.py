@@ -78,7 +78,7 @@ NOQA_CASES: Dict[str, str] = {
     "        return x\n" + _BACKWARD,
     "bracket_continuation": _HEAD + _FORWARD + "        ctx.x = (\n            x\n        )  # noqa: AGF003\n"
     "        return x\n" + _BACKWARD,
-    "legacy_def_over_lines": _HEAD + "    def forward(\n        self, x  # noqa: AGF002\n    ):\n        return x\n",
+    "legacy_def_over_lines": _HEAD + "    def forward(\n        this, x  # noqa: AGF002\n    ):\n        return x\n",
     "comment_above": _HEAD + _FORWARD + "        # noqa: AGF003\n        ctx.x = x\n        return x\n" + _BACKWARD,
     "file_noqa": "# flake8: noqa\n" + _PLAIN,
     "file_noqa_with_codes": "# flake8: noqa: AGF004\n" + _PLAIN,
@@ -144,7 +144,7 @@ def test_decoding_and_positions_match_flake8(tmp_path: Path) -> None:
 )
 def test_select_and_ignore_match_flake8(tmp_path: Path, select: str, ignore: str, preview: bool) -> None:
     # SCALE: AGF001, and AGF005 with preview; the legacy forward: AGF001, and AGF002 and AGF113 with preview.
-    files = {"scale.py": SCALE, "legacy.py": _HEAD + "    def forward(self, x):\n        return x\n"}
+    files = {"scale.py": SCALE, "legacy.py": _HEAD + "    def forward(this, x):\n        return x\n"}
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     options = ["--select", select] + (["--ignore", ignore] if ignore else [])

@@ -82,7 +82,7 @@ def test_json_and_github_name_a_file_that_is_not_utf8_in_valid_unicode(tmp_path:
 
 def sarif_log(tmp_path: Path, *options: str) -> Dict[str, Any]:
     write(tmp_path, {"pkg/scale.py": SCALE, "pkg/legacy.py": "import torch\n\n\nclass L(torch.autograd.Function):\n"
-                     "    def forward(self, x):\n        return x\n"})
+                     "    def forward(this, x):\n        return x\n"})
     (tmp_path / "pkg" / "bad.py").write_bytes(b"x = '\xff'\n")
     result = run("--format", "sarif", *options, "pkg", cwd=tmp_path)
     assert result.returncode == 2  # bad.py does not decode
@@ -169,7 +169,7 @@ def test_sarif_locates_preview_results_at_their_columns(tmp_path: Path) -> None:
         )
         for result in only_run["results"]
     )
-    # The legacy forward's self parameter (AGF002) starts at column 17; the class has no backward (AGF113).
+    # The legacy forward's first parameter, this (AGF002), starts at column 17; the class has no backward (AGF113).
     assert located == [
         ("AGF001", "AGF001", "pkg/legacy.py", 5, 5),
         ("AGF001", "AGF001", "pkg/scale.py", 5, 5),
@@ -242,7 +242,7 @@ def test_json_gives_where_each_finding_ends_and_its_rule_page(tmp_path: Path) ->
     # the node.
     assert spans == {
         ("legacy.py", "AGF001"): "def forward",
-        ("legacy.py", "AGF002"): "self",
+        ("legacy.py", "AGF002"): "this",
         ("legacy.py", "AGF113"): "def forward",
         ("mod.py", "AGF003"): "ctx.rest",
         ("scale.py", "AGF001"): "def forward",

@@ -297,12 +297,12 @@ FORM_FEED_BASE = textwrap.dedent(
 
     def factory():
         class Scale(torch.autograd.Function):
-            def forward(self, x: torch.Tensor, scale: float):
-                self.save_for_backward(x)
+            def forward(this, x: torch.Tensor, scale: float):
+                this.save_for_backward(x)
                 if scale > 1:
-                    self.big = True
+                    this.big = True
                 else:
-                    self.big = False
+                    this.big = False
                 return x * scale
 
             @staticmethod
@@ -314,8 +314,8 @@ FORM_FEED_BASE = textwrap.dedent(
 
 
     class Mul(torch.autograd.Function):
-        def forward(self, x: torch.Tensor, scale: float):
-            self.save_for_backward(x)
+        def forward(this, x: torch.Tensor, scale: float):
+            this.save_for_backward(x)
             return x * scale
 
         @staticmethod
@@ -453,8 +453,8 @@ def test_form_feeds_elsewhere_stay_in_the_text_libcst_parses() -> None:
 
 def test_a_fix_on_a_line_with_a_form_feed_lands_at_the_file_columns() -> None:
     source = (
-        "import torch\n\n\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(self, x):\n"
-        "\x0c        self.save_for_backward(x)\n        return x * 2\n\n"
+        "import torch\n\n\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(this, x):\n"
+        "\x0c        this.save_for_backward(x)\n        return x * 2\n\n"
         "    @staticmethod\n    def backward(ctx, grad):\n        return grad * 2\n"
     )
     fixed, count, _, _ = fix_text(source, "example.py", CheckOptions(preview=True))  # AGF002's rename (safe)
@@ -507,11 +507,11 @@ def _function_then(tail: str) -> str:
     [
         # a starred empty list repeated more times than a list can hold
         _function_then("").replace("return grad\n", "return (grad, *[] * 100000000000000000000000)\n"),
-        # a direct call on `self` of a class three thousand local bases deep
+        # a direct call on `this` of a class three thousand local bases deep
         _function_then(
             "class C0:\n    pass\n"
             + "".join(f"class C{index}(C{index - 1}):\n    pass\n" for index in range(1, 3000))
-            + "class D(C2999):\n    def go(self):\n        return Fn.forward(None, self)\n"
+            + "class D(C2999):\n    def go(this):\n        return Fn.forward(None, this)\n"
         ),
         # a direct call given a parameter annotated with a thousand-term union
         _function_then(f"def go(y: {'|'.join(['int'] * 985)}):\n    return Fn.forward(None, y)\n"),

@@ -28,7 +28,7 @@ from flake8_autograd.adapters.command.runner import CheckOptions
 from test_command import COMMAND, run
 
 # The LegacyRelu class of examples/: AGF001 (forward is not a staticmethod) and AGF002 (its first
-# argument is ``self``), both fixable, and nothing else. AGF002 is a preview rule: every run here turns
+# argument is ``this``), both fixable, and nothing else. AGF002 is a preview rule: every run here turns
 # preview on, so that both fixes are written.
 LEGACY_RELU = textwrap.dedent(
     """\
@@ -36,8 +36,8 @@ LEGACY_RELU = textwrap.dedent(
 
 
     class LegacyRelu(torch.autograd.Function):
-        def forward(self, x):
-            self.save_for_backward(x)
+        def forward(this, x):
+            this.save_for_backward(x)
             return x.clamp(min=0)
 
         @staticmethod
@@ -46,8 +46,8 @@ LEGACY_RELU = textwrap.dedent(
             return grad_output * (x > 0)
     """
 )
-LEGACY_RELU_FIXED = LEGACY_RELU.replace("    def forward(self, x):", "    @staticmethod\n    def forward(ctx, x):")
-LEGACY_RELU_FIXED = LEGACY_RELU_FIXED.replace("self.save_for_backward", "ctx.save_for_backward")
+LEGACY_RELU_FIXED = LEGACY_RELU.replace("    def forward(this, x):", "    @staticmethod\n    def forward(ctx, x):")
+LEGACY_RELU_FIXED = LEGACY_RELU_FIXED.replace("this.save_for_backward", "ctx.save_for_backward")
 OTHER_USER = 1000  # the owner a file is handed to; need not exist in the user database
 NOBODY = 65534
 

@@ -107,9 +107,13 @@ class LabelledClass:
     labeller: str
     violations: Tuple[Violation, ...]
     kind: str = "class"  # "op": a custom op at its implementation's def, named by the name the op is bound to
+    # The codes the labeller was asked about, when fewer than a kind's default (a label's ``codes`` key).
+    codes: Optional[FrozenSet[str]] = None
 
     @property
     def labelled_codes(self) -> FrozenSet[str]:
+        if self.codes is not None:
+            return self.codes
         return OP_LABELLED_CODES if self.kind == "op" else LABELLED_CODES
 
     @property
@@ -251,8 +255,12 @@ def _load_labels(path: Path, projects: Mapping[str, Project]) -> List[LabelledCl
         uncovered = table.get("uncovered", [])
         if not isinstance(uncovered, list) or not all(isinstance(item, str) for item in uncovered):
             raise MalformedData(f"{where}: 'uncovered' must be a list of strings")
+        codes = table.get("codes")
+        if codes is not None and (not isinstance(codes, list) or not all(isinstance(code, str) for code in codes)):
+            raise MalformedData(f"{where}: 'codes' must be a list of codes")
         labels.append(
             LabelledClass(
+                codes=None if codes is None else frozenset(_code({"code": code}, where) for code in codes),
                 project=_project(table, where, projects),
                 path=_relative_path(table, where),
                 line=_number(table, "line", where),

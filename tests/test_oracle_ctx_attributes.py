@@ -42,6 +42,8 @@ FLAGGED_IN_BACKWARD: Sequence[tuple] = (
     ("ClampScaleFunction", (2.0, False), "limit"),
     ("ShortcutScaleFunction", (1.0,), "scale"),
     ("ClipFunction", (0.3, 0.7), "width"),
+    ("UnpackedTypoFunction", (2.0,), "totals"),
+    ("ShortcutThenClampFunction", (False,), "limit"),
 )
 
 
@@ -121,6 +123,10 @@ SILENT = (
     ("TrainingNormFunction", (1e-3, True)),
     ("RememberingScaleFunction", (2.0,)),
     ("ProbingScaleFunction", (2.0,)),
+    ("UnpackedStoresFunction", (2.0, (1, 2, 3))),
+    ("NoGradientShortcutFunction", (2.0,)),
+    ("WantedStoreFunction", (2.0,)),
+    ("OneInputWantedFunction", (2.0,)),
 )
 
 
@@ -129,6 +135,32 @@ def test_silent_cases_run_fine(name: str, extra: tuple) -> None:
     grad = _backward(_cls(name).apply, *extra)
     assert grad is not None and torch.isfinite(grad).all()
     assert "AGF124" not in codes_inside(STEM, name)
+
+
+def test_unpacked_stores_are_read_in_backward() -> None:
+    """An attribute set by an unpacking whose value is no display (``out, ctx.total = kernel(...)``, a
+    nested or starred target) is on the ctx backward receives."""
+    grad = _backward(_cls("UnpackedStoresFunction").apply, 2.0, (1, 2, 3))
+    assert torch.allclose(grad, torch.full((5,), 2.0, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("name", ["NoGradientShortcutFunction", "WantedStoreFunction"])
+def test_a_store_skipped_only_without_gradients_leaves_no_backward_to_fail(name: str) -> None:
+    """The path that skips the store is taken only when no input requires a gradient: apply then records
+    no graph node, so no backward can read the missing attribute; with a gradient the store is made."""
+    out = _cls(name).apply(_input().detach(), 2.0)
+    assert out.grad_fn is None and not out.requires_grad
+    with torch.no_grad():
+        assert _cls(name).apply(_input(), 2.0).grad_fn is None
+    assert torch.allclose(_backward(_cls(name).apply, 2.0), torch.full((5,), 2.0, dtype=torch.float64))
+
+
+def test_one_input_wanted_is_not_enough() -> None:
+    """Why a test of one input's requires_grad settles nothing when another input may need a gradient:
+    backward runs for the other one, and the attribute is missing."""
+    x, w = _input().detach(), _input()
+    with pytest.raises(AttributeError, match=_missing("OneInputWantedFunction", "w")):
+        _cls("OneInputWantedFunction").apply(x, w).sum().backward()
 
 
 # The contract cases in our own words: a store under a typo (and another only on one branch), and a

@@ -113,6 +113,7 @@ CHANGED = [
         lambda: [_t(2, 3), _t(2, 3, index=1), _t(3, index=2)],
         lambda args, out: args[2].mul_(-1),
     ),
+    Changed("DataViewScaleFunction", lambda: [_t(), _t(index=1)], lambda args, out: args[1].mul_(10)),
 ]
 SILENT_118 = {
     "MulFunction": lambda: [_t(), _t(index=1)],
@@ -162,8 +163,40 @@ def test_agf118_silent_packed_sequence_data() -> None:
     assert "AGF118" not in _class_codes("agf118")["PackedScaleFunction"]
 
 
+def _objects_with_data(module: Any) -> Dict[str, Callable[[], List[Any]]]:
+    """Arguments of the classes that save ``.data`` of an object that is not a tensor."""
+    return {
+        "BlocksScaleFunction": lambda: [_t(), _t(index=1, grad=False)],
+        "SparseScaleFunction": lambda: [
+            _t(),
+            module.SparseValues(_t(index=1, grad=False), torch.arange(3)),
+            module.Blocks(_t(index=2, grad=False), 3),
+        ],
+    }
+
+
+@pytest.mark.parametrize("name", ["BlocksScaleFunction", "SparseScaleFunction"])
+def test_agf118_data_of_an_object_is_a_tensor_of_its_own(name: str, modules: Dict[str, Any]) -> None:
+    """``.data`` of a dataclass or a wrapper is the object's tensor itself: saved, it is version-checked
+    (an in-place change of it before backward raises, as for any saved tensor), so nothing is hidden;
+    the wrapper has no ``detach`` a fix could call. Not reported."""
+    function = getattr(modules["agf118"], name)
+    args = _objects_with_data(modules["agf118"])[name]
+    _gradcheck(function, args())
+
+    def change(arguments: List[Any], out: Any) -> None:
+        held = arguments[1]  # the tensor blocks.data holds, or the wrapper whose data property gives its own
+        (held if isinstance(held, torch.Tensor) else held.data).mul_(10)
+
+    with pytest.raises(RuntimeError, match=VERSION_ERROR):
+        _gradients(function, args(), change)
+    assert not hasattr(args()[1], "detach") or name == "BlocksScaleFunction"
+    assert "AGF118" not in _class_codes("agf118")[name]
+
+
 def test_agf118_every_fixture_class_is_exercised() -> None:
     covered = {case.name for case in CHANGED} | set(SILENT_118) | {"DataRunningScaleFunction", "PackedScaleFunction"}
+    covered |= {"BlocksScaleFunction", "SparseScaleFunction", "Blocks", "SparseValues"}  # and the two holders
     assert covered == set(_class_codes("agf118"))
 
 

@@ -73,6 +73,11 @@ FAILING: Dict[str, Tuple[Type[BaseException], str, Callable[[], object]]] = {
         AttributeError, "'tuple' object has no attribute 't'", _backward("ProjectFunction", _leaf(2, 3), _leaf(4, 3))
     ),
     "TanhFunction": (ValueError, "not enough values to unpack (expected 1, got 0)", _jvp("TanhFunction")),
+    "FastRowScaleFunction": (
+        ValueError,
+        "not enough values to unpack (expected 2, got 0)",
+        _backward("FastRowScaleFunction", _leaf(2, 3), _leaf(3), True),
+    ),
 }
 
 # Silent classes: the inputs of a gradcheck that passes.
@@ -87,6 +92,8 @@ CORRECT: Dict[str, Callable[[], Tuple[Any, ...]]] = {
     "MaybeSavedFunction": lambda: (_leaf(3),),
     "TupleConcatFunction": lambda: (_leaf(3), _leaf(3)),
     "SquareFunction": lambda: (_leaf(3),),
+    "InferenceFlagFunction": lambda: (_leaf(3), False),
+    "EvalModeFunction": lambda: (_leaf(3), "train"),
 }
 
 
@@ -110,6 +117,22 @@ def test_the_other_arms_of_silent_classes_run_too() -> None:
     assert torch.autograd.gradcheck(lambda x: _function("ModeScaleFunction").apply(x, False), (_leaf(3),))
     # RowScaleFunction's arm that saves is fine: only the other one is reported.
     assert torch.autograd.gradcheck(lambda x, w: _function("RowScaleFunction").apply(x, w), (_leaf(3), _leaf(3)))
+
+
+def test_an_inference_arm_run_as_meant_leaves_no_backward_to_fail() -> None:
+    """The unsaved arms chosen by a caller's flag: under no_grad (inference) no graph node is recorded,
+    and an output marked non-differentiable has none; backward cannot run there. Only a caller who takes
+    the arm with gradients on would see the empty tuple, which the module alone cannot tell."""
+    with torch.no_grad():
+        assert _function("InferenceFlagFunction").apply(_leaf(3), True).grad_fn is None
+    marked = _function("EvalModeFunction").apply(_leaf(3), "eval")
+    assert marked.grad_fn is None and not marked.requires_grad
+    for name in ("InferenceFlagFunction", "EvalModeFunction"):
+        assert "AGF117" not in codes_inside(STEM, name)
+    # The flagged class's arm for 1-D data saves; the flag itself chooses nothing about saving.
+    assert torch.autograd.gradcheck(
+        lambda x, w: _function("FastRowScaleFunction").apply(x, w, False), (_leaf(3), _leaf(3))
+    )
 
 
 def test_a_stub_forward_gives_no_output_to_differentiate() -> None:

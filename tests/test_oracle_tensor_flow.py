@@ -21,7 +21,7 @@ else:
         "torch", reason="the oracle layer runs fixture Functions under PyTorch, which is not installed"
     )
 
-from conftest import fixture_module  # noqa: E402
+from conftest import codes_inside, fixture_module  # noqa: E402
 
 STEM = "agf003_flow"
 
@@ -57,6 +57,22 @@ def test_input_on_ctx_changed_after_forward_gives_a_silently_wrong_gradient() ->
     (grad,) = torch.autograd.grad(out.sum(), x)
     assert not torch.allclose(grad, expected)  # no error, wrong numbers
     assert torch.allclose(grad, torch.exp(scale))
+
+
+def test_an_unpacked_tensor_on_ctx_goes_unchecked_and_an_unpacked_number_is_fine() -> None:
+    """The element of an unpacking kept on ctx is the caller's tensor itself: a change of it after
+    forward goes unnoticed (a wrong gradient, no error); the silent class keeps numbers and runs."""
+    x = _leaf(1.0, 2.0)
+    scale = torch.tensor([0.5, 0.25], dtype=torch.float64)
+    out = _cls("UnpackedScaleFunction").apply(x, scale)
+    scale.mul_(4)
+    (grad,) = torch.autograd.grad(out.sum(), x)
+    assert torch.allclose(grad, torch.tensor([2.0, 1.0], dtype=torch.float64))  # not [0.5, 0.25]
+    assert "AGF003" in codes_inside(STEM, "UnpackedScaleFunction")
+    y = _leaf(1.0, 2.0)
+    _cls("UnpackedCountFunction").apply(y).sum().backward()
+    assert torch.equal(y.grad, torch.tensor([2.0, 2.0], dtype=torch.float64))
+    assert "AGF003" not in codes_inside(STEM, "UnpackedCountFunction")
 
 
 def test_saved_input_changed_after_forward_raises_at_backward() -> None:

@@ -108,6 +108,14 @@ class TensorOnCtxRule(Rule):
         store: CtxStore, inference: TensorInference, analysis: Analysis
     ) -> Optional[str]:
         """How to name the value, when the stored value holds a tensor."""
+        if store.unpacked:
+            # One part of an unpacking (``out, ctx.lse = kernel(x)``): a tensor only when that element
+            # certainly is one; a starred or nested part, or an element of unknown kind, is not reported.
+            if store.index is None or store.unpack_length is None:
+                return None
+            if inference.element_kind(store.value, store.index, store.unpack_length) is not Kind.TENSOR:
+                return None
+            return f"element {store.index} of {_quote(store.value)}"
         values: List[cst.BaseExpression] = [store.value]
         if isinstance(store.value, (cst.Tuple, cst.List)):
             if any(isinstance(element, cst.StarredElement) for element in store.value.elements):
@@ -336,7 +344,7 @@ def _fixable_stores(model: ClassModel, forward: Method, backward: Method, analys
     counted = _ForwardFacts(forward)
     fixable: List[_FixableStore] = []
     for store in forward.facts.ctx_stores:
-        if not isinstance(store.node, cst.Attribute) or not isinstance(store.value, cst.Name):
+        if store.unpacked or not isinstance(store.node, cst.Attribute) or not isinstance(store.value, cst.Name):
             continue
         if TensorOnCtxRule._describe(store, inference, analysis) is None:
             continue

@@ -96,21 +96,11 @@ def _saved_data(model: ClassModel, analysis: Analysis) -> Iterator[Tuple[Method,
                 continue
             if value.attr.value != "data":
                 continue
-            kind = inference.kind(value.value)
-            # save_for_backward takes only tensors, so an unknown value whose ``.data`` it gets is most
-            # likely a tensor; not one declared as some other type (a PackedSequence's ``.data`` is a
-            # tensor field of its own, version-checked like any other)
-            if kind is Kind.TENSOR or (kind is Kind.UNKNOWN and not _declared(value.value, method)):
+            # Only ``.data`` of a value certainly a tensor is the untracked alias: another object's ``data``
+            # (a project class's field or property, a sparse matrix wrapper, a dataclass, a PackedSequence)
+            # is a tensor of its own, version-checked like any other, and may have no ``detach``.
+            if inference.kind(value.value) is Kind.TENSOR:
                 yield method, value
-
-
-def _declared(node: cst.BaseExpression, method: Method) -> bool:
-    """A parameter of the method given a type annotation."""
-    signature = method.signature
-    if signature is None or not isinstance(node, cst.Name):
-        return False
-    params = signature.positional + signature.keyword_only
-    return any(param.name == node.value and param.annotation is not None for param in params)
 
 
 def _root_name(node: cst.BaseExpression) -> Optional[str]:

@@ -41,7 +41,7 @@ def forward_gradients(method: Method, savers: Sequence[Method]) -> FrozenSet[Sav
         for call in facts.ctx_calls.get("save_for_backward", ()):
             if not any(arg.star for arg in call.args):
                 saved.extend((("saved", index), arg.value) for index, arg in enumerate(call.args))
-        saved.extend((("attribute", store.attribute), store.value) for store in facts.ctx_stores)
+        saved.extend((("attribute", store.attribute), store.value) for store in facts.ctx_stores if not store.unpacked)
         saved_names = {value.value for _, value in saved if isinstance(value, cst.Name)}
         launches = _forward_launches(saver, saved_names)
         for key, value in saved:

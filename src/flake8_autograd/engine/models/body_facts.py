@@ -53,11 +53,21 @@ class Binding:
 
 @dataclass
 class CtxStore:
-    """``ctx.attr = value`` (or ``setattr(ctx, "attr", value)``) in a method body."""
+    """``ctx.attr = value`` (or ``setattr(ctx, "attr", value)``) in a method body.
+
+    A target of an unpacking whose value is not a display of the same length (``out, ctx.lse = kernel(x)``,
+    ``ctx.first, *ctx.rest = rest``, ``a, (ctx.b, ctx.c) = f()``) sets the attribute too, to a part of
+    ``value``: ``unpacked`` is then True, and ``index``/``unpack_length`` say which part when it is the
+    ``index``-th of a flat unpacking without a star (None when the part is not one known element). An
+    unpacking of a display of the same length is split, each store getting its own element as ``value``.
+    """
 
     attribute: str
     value: cst.BaseExpression
     node: cst.CSTNode
+    unpacked: bool = False
+    index: Optional[int] = None
+    unpack_length: Optional[int] = None
 
 
 @dataclass
@@ -253,6 +263,7 @@ def _bind_target(
         for index, element in enumerate(elements):
             if starred:
                 _bind_opaque(facts, element.value)
+                _store_parts(facts, element.value, value, ctx_name, None, None)
                 continue
             if value_elements is not None and len(value_elements) == len(elements):
                 _bind_target(facts, element.value, value_elements[index], ctx_name, statement)
@@ -260,6 +271,30 @@ def _bind_target(
                 facts.bind(element.value.value, Binding(value, index, len(elements)))
             else:
                 _bind_opaque(facts, element.value)
+                _store_parts(facts, element.value, value, ctx_name, index, len(elements))
+
+
+def _store_parts(
+    facts: BodyFacts,
+    target: cst.BaseExpression,
+    value: cst.BaseExpression,
+    ctx_name: Optional[str],
+    index: Optional[int],
+    length: Optional[int],
+) -> None:
+    """The ctx attributes in ``target``, a part of an unpacking of ``value`` that is not split element by
+    element: each is set to some part of ``value`` (the ``index``-th of ``length`` when ``target`` is that
+    attribute itself), which the store records so that no reader takes the attribute as never set."""
+    if ctx_name is None:
+        return
+    if isinstance(target, cst.StarredElement):
+        target, index, length = target.value, None, None  # ``*ctx.rest``: a list of some of the elements
+    if isinstance(target, cst.Attribute):
+        if isinstance(target.value, cst.Name) and target.value.value == ctx_name:
+            facts.ctx_stores.append(CtxStore(target.attr.value, value, target, True, index, length))
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:  # a nested unpacking: which element each gets is not followed
+            _store_parts(facts, element.value, value, ctx_name, None, None)
 
 
 def constant_index(node: cst.Subscript) -> Optional[int]:

@@ -109,13 +109,10 @@ def _ctx_arguments_accounted(call: cst.Call, ctx_name: str, found: CtxAttributes
 
 
 def _store_targets(method: Method) -> Iterator[cst.BaseExpression]:
-    """Expressions the body assigns to or deletes, beyond the plain ``ctx.a = v`` the facts record."""
-    for node in method.nodes_of(cst.Assign, cst.AugAssign, cst.For, cst.Del, cst.WithItem):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, (cst.Tuple, cst.List)):
-                    yield target.target
-        elif isinstance(node, cst.AugAssign):
+    """Expressions the body changes, loops over, binds with ``with`` or deletes: assignments, unpacked or
+    not, are the facts' stores."""
+    for node in method.nodes_of(cst.AugAssign, cst.For, cst.Del, cst.WithItem):
+        if isinstance(node, cst.AugAssign):
             yield node.target
         elif isinstance(node, (cst.For, cst.Del)):
             yield node.target
@@ -178,6 +175,10 @@ class _StoreWalker(_PathWalker):
     """The saving-path walk with stores for saves, where an ``if`` without ``else`` is a path like any."""
 
     def statement(self, statement: cst.BaseStatement, live: bool) -> bool:
+        if isinstance(statement, cst.If):
+            settled = self.settled_branch(statement, live)
+            if settled is not None:
+                return settled  # ``if not any(ctx.needs_input_grad): return out``: no backward follows
         if isinstance(statement, cst.If) and statement.orelse is None:
             if self._mentions_gradient_test(statement.test):
                 raise _Unknown

@@ -17,6 +17,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set
 import libcst as cst
 
 from ..counting import is_none
+from .gradient_paths import gradient_branch
 from ...models.class_model import Method
 from ..tensor_kinds import Kind
 from ..tensors.inference import TensorInference
@@ -55,6 +56,7 @@ def saving_paths(saver: Method) -> Optional[SavingPaths]:
         return SavingPaths(True)
     in_forward = saver.name == "forward"
     walker = _PathWalker(saver, saves, any_return=not in_forward, gradient_names=saver.derived(_gradient_locals))
+    walker.flags = saver.derived(_caller_values)
     try:
         falls_off_unsaved = walker.block(node.body, live=True)
     except _Unknown:
@@ -110,6 +112,9 @@ class _PathWalker:
         self.gradient_names = gradient_names  # locals holding a gradient test (``wanted = any(ctx.needs_input_grad)``)
         self.any_return = any_return  # setup_context: every return is a way out; forward: one with a value
         self.unsaved_exit: Optional[cst.CSTNode] = None
+        # Values the caller chooses (forward's parameters): a branch on one of them that saves or returns
+        # may be an inference mode the caller runs without a gradient, unknown when this is set.
+        self.flags: FrozenSet[str] = frozenset()
 
     def _saves_in(self, node: cst.CSTNode) -> bool:
         span = self.method.span(node) if self.save_places is not None else None
@@ -138,11 +143,39 @@ class _PathWalker:
             live = self.statement(statement, live)
         return live
 
+    def settled_branch(self, statement: cst.If, live: bool) -> Optional[bool]:
+        """Whether a path not saved yet leaves ``statement`` when its test settles which arm backward can
+        follow (gradient_paths.py): the arm taken only when no input needs a gradient ends no path backward
+        follows, so it is walked as one that needs nothing. None when the test does not settle it."""
+        wanted = gradient_branch(self.method, statement.test)
+        if wanted is None:
+            return None
+        if self._saves_in(statement.test):
+            live = False
+        body_live, other_live = (live, False) if wanted else (False, live)
+        taken = self.block(statement.body, body_live)
+        orelse = statement.orelse
+        if orelse is None:
+            return taken or other_live
+        if isinstance(orelse, cst.If):
+            return self.statement(orelse, other_live) or taken
+        return self.block(orelse.body, other_live) or taken
+
+    def _chosen_by_flag(self, statement: cst.If) -> bool:
+        """A test on a value the caller chooses, with an arm that saves or returns: which arm runs with
+        backward to come is the caller's business (an inference flag may go with no_grad)."""
+        if not self.flags or not _reads_flag(statement.test, self.flags, 0):
+            return False
+        return self._saves_in(statement) or _has_return(self.method, statement)
+
     def statement(self, statement: cst.BaseStatement, live: bool) -> bool:
         if isinstance(statement, cst.SimpleStatementLine):
             return self.simple(statement.body, live)
         if isinstance(statement, cst.If):
-            if self._mentions_gradient_test(statement.test):
+            settled = self.settled_branch(statement, live)
+            if settled is not None:
+                return settled
+            if self._mentions_gradient_test(statement.test) or (live and self._chosen_by_flag(statement)):
                 raise _Unknown
             if self._saves_in(statement.test):
                 live = False
@@ -236,6 +269,52 @@ def _gradient_locals(method: Method) -> FrozenSet[str]:
                 found.add(name)
                 changed = True
     return frozenset(found)
+
+
+# Tensor attributes and methods a test may ask of an input without being a choice of the caller: the
+# branch follows the data (``x.dim() == 1``), which a caller cannot pair with no_grad.
+_DATA_QUESTIONS = frozenset({"dim", "ndim", "ndimension", "shape", "size", "numel", "dtype", "device", "is_cuda",
+                             "is_contiguous", "stride", "layout", "is_sparse"})
+_MAX_TEST_DEPTH = 40
+
+
+def _caller_values(method: Method) -> FrozenSet[str]:
+    """The names of values the caller passes as they are: forward's parameters after ctx, or in
+    setup_context the names unpacked from (or indexed out of) its ``inputs``. Ask ``method.derived``."""
+    signature = method.signature
+    if signature is None:
+        return frozenset()
+    params = [param.name for param in signature.positional[1:] + signature.keyword_only]
+    if method.name != "setup_context":
+        return frozenset(params)
+    inputs = params[0] if params else None
+    found = set()
+    for name, bindings in method.facts.bindings.items():
+        for binding in bindings:
+            value = binding.value
+            if isinstance(value, cst.Subscript):
+                value = value.value
+            if isinstance(value, cst.Name) and value.value == inputs:
+                found.add(name)
+    return frozenset(found)
+
+
+def _reads_flag(test: cst.CSTNode, flags: FrozenSet[str], depth: int) -> bool:
+    """Whether ``test`` reads one of ``flags`` as a value (``inference``, ``not training``, ``mode ==
+    "eval"``, ``cfg.inference``), not only through a question about its data (``x.dim() == 1``)."""
+    if depth > _MAX_TEST_DEPTH:
+        return True  # too deep to tell: taken as a flag, which keeps the finding away
+    if isinstance(test, cst.Name):
+        return test.value in flags
+    if isinstance(test, cst.Attribute):
+        if test.attr.value in _DATA_QUESTIONS:
+            return False
+        return _reads_flag(test.value, flags, depth + 1)
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value in _DATA_QUESTIONS:
+        return any(_reads_flag(arg.value, flags, depth + 1) for arg in test.args)
+    if isinstance(test, (cst.Lambda, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        return True  # a scope of its own: not followed, taken as a flag
+    return any(_reads_flag(child, flags, depth + 1) for child in test.children)
 
 
 def _has_return(method: Method, node: cst.CSTNode) -> bool:

@@ -164,6 +164,13 @@ class TensorInference:
             return [self.kind(element.value) for element in node.elements]
         return None
 
+    def element_kind(self, value: cst.BaseExpression, index: int, length: int) -> Kind:
+        """The kind of the ``index``-th of ``length`` targets an unpacking of ``value`` binds, as for a name
+        so bound (``out, lse = kernel(x)``): known for a helper's annotated elements, a torch split, or
+        setup_context's ``inputs`` and ``output``; else unknown."""
+        found = self._binding_kind(Binding(value, index, length))
+        return Kind.UNKNOWN if found is None else found
+
     def origin(self, node: cst.BaseExpression) -> Optional[str]:
         """"input" or "output" (see :meth:`name_origin`) for a name or ``inputs[i]``/``output[i]``."""
         if isinstance(node, cst.Name):

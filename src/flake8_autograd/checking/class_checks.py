@@ -48,7 +48,7 @@ def check_classes(
     the others' findings."""
     active = rules_for(settings)
     analysis = Analysis(tree, discovery, settings, lines)
-    builder = _ModelBuilder(lines)
+    builder = _ModelBuilder(lines, analysis)
     findings: Dict[Tuple[int, int, str], Finding] = {}
     with _collecting_class_by_class() as collect:
         for site in discovery.function_classes:
@@ -158,8 +158,9 @@ def _check_class(site: ClassSite, builder: "_ModelBuilder", analysis: Analysis, 
 class _ModelBuilder:
     """Parses each class at most once and links models to the models of their local bases."""
 
-    def __init__(self, lines: Sequence[str]) -> None:
+    def __init__(self, lines: Sequence[str], analysis: Optional[Analysis] = None) -> None:
         self.lines = lines
+        self.analysis = analysis  # settles the conditions of the models' methods (dead branches)
         self._models: Dict[int, Optional[ClassModel]] = {}
         self._building: Set[int] = set()
 
@@ -176,6 +177,8 @@ class _ModelBuilder:
             if segment is not None:
                 bases = [self.build(base) for base in site.local_bases]
                 model = ClassModel(site, segment, bases)
+                if self.analysis is not None:
+                    model.settle = self.analysis.settle_for(model)
         finally:
             self._building.discard(key)
         self._models[key] = model

@@ -26,6 +26,8 @@ from ..facts.memory_and_layout import ALLOCATIONS, LAYOUT_METHODS
 from ..syntax.scopes import CLASS, ModuleScopes, Scope
 from ..facts.tensor_kinds import Kind
 from ..facts.tensors.inference import TensorInference
+from ..syntax.walk import Settle
+from .feasibility import Conditions
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +113,7 @@ class Analysis:
         self._state_holders: Optional[Dict[str, str]] = None
         self._bound_names: Optional[Set[str]] = None
         self._graph_node_stores: Optional[Tuple[Optional[FrozenSet[str]]]] = None
+        self._conditions: Optional[Conditions] = None
         # Facts across the module's functions and callers, read when first asked.
         self.module_facts = ModuleFacts(tree, discovery, self.apply_calls, lines)
 
@@ -156,6 +159,22 @@ class Analysis:
                     found = backward_never_runs(model, fresh)
             self._backward_never_runs[model] = found
         return found
+
+    def settle_for(self, model: ClassModel) -> Settle:
+        """What is certain of a condition in ``model``'s methods (:mod:`.feasibility`): the module's
+        constants and the torch it proves are read once, when a condition other than a bare literal
+        is first asked; each condition is settled once."""
+        found: Dict[int, Optional[bool]] = {}
+
+        def settle(test: cst.BaseExpression) -> Optional[bool]:
+            key = id(test)  # the model holds its tree, and this function lives no longer than the model
+            if key not in found:
+                if self._conditions is None:
+                    self._conditions = Conditions(self.tree, self.imports, self.min_torch_version)
+                found[key] = self._conditions.settle(test, model)
+            return found[key]
+
+        return settle
 
     def forget(self, model: ClassModel) -> None:
         """Drop what is cached for the methods of ``model``, a class no other class will look at again."""

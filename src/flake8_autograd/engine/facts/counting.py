@@ -18,7 +18,7 @@ from ..models.class_model import ClassModel, Method
 from ..syntax.names import ImportTable
 from .tensor_kinds import Kind
 from .tensors.inference import TensorInference
-from ..syntax.walk import cst_dotted, fingerprint, walk_scope
+from ..syntax.walk import Settle, cst_dotted, fingerprint, walk_scope
 
 _NONE = cst.Name("None")
 
@@ -61,7 +61,7 @@ def counted_returns(method: Method, inference: TensorInference) -> List[CountedR
     results = [CountedReturn(ret, _returned_slots(method, ret, counter)) for ret in facts.returns]
     body = method.node.body
     if isinstance(body, cst.IndentedBlock) and (
-        (can_fall_off(body.body) and not _fall_off_needs_no_gradient(method, inference, body.body))
+        (can_fall_off(body.body, method.owner.settle) and not _fall_off_needs_no_gradient(method, inference, body.body))
         or (method.name in GRADIENT_RETURNING and not facts.returns and _ends_in_returning_call(body.body))
     ):
         results.append(CountedReturn(method.node, [(_NONE,)]))
@@ -386,11 +386,13 @@ def _constant_int(node: cst.BaseExpression) -> Optional[int]:
     return None
 
 
-def can_fall_off(statements: Sequence[cst.BaseStatement]) -> bool:
+def can_fall_off(statements: Sequence[cst.BaseStatement], settle: Optional[Settle] = None) -> bool:
     """Whether running ``statements`` can reach their end, answered only where that is certain.
 
     Loops, ``try``, ``match`` and a final bare call (which may never return) count as not falling
-    off: a false "yes" would be a false alarm.
+    off: a false "yes" would be a false alarm. A final ``assert`` or ``raise`` ends the block. With
+    ``settle``, an arm of an ``if`` that is certainly not taken does not fall off, since it never runs:
+    ``if True: return x`` ends the block, ``if LEGACY: return`` (``LEGACY = False``) does not.
     """
     while statements:
         last = statements[-1]
@@ -400,27 +402,30 @@ def can_fall_off(statements: Sequence[cst.BaseStatement]) -> bool:
                 return False
             return not (isinstance(final, cst.Expr) and isinstance(final.value, (cst.Call, cst.Await)))
         if isinstance(last, cst.If):
-            if _block_falls_off(last.body):
+            verdict = settle(last.test) if settle is not None else None
+            if verdict is not False and _block_falls_off(last.body, settle):
                 return True
             orelse = last.orelse
+            if verdict is True:
+                return False  # the arm taken does not fall off (above); the others never run
             if orelse is None:
                 return True
             if isinstance(orelse, cst.If):  # elif: a loop, not a recursion, however long the chain
                 statements = [orelse]
                 continue
-            return _block_falls_off(orelse.body)
+            return _block_falls_off(orelse.body, settle)
         if isinstance(last, cst.With):
-            return _block_falls_off(last.body)
+            return _block_falls_off(last.body, settle)
         return False
     return True
 
 
-def _block_falls_off(block: cst.BaseSuite) -> bool:
+def _block_falls_off(block: cst.BaseSuite, settle: Optional[Settle] = None) -> bool:
     # Recursion here follows indentation, which Python caps at 100 levels.
     if isinstance(block, cst.IndentedBlock):
-        return can_fall_off(block.body)
+        return can_fall_off(block.body, settle)
     if isinstance(block, cst.SimpleStatementSuite):
-        return can_fall_off([cst.SimpleStatementLine(body=block.body)])
+        return can_fall_off([cst.SimpleStatementLine(body=block.body)], settle)
     return False
 
 

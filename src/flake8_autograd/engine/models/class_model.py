@@ -15,7 +15,7 @@ import libcst as cst
 from ..discovery.functions import MAX_LOCAL_DEPTH, ClassSite
 from .body_facts import BodyFacts, collect_facts
 from ..syntax.source import Segment
-from ..syntax.walk import SCOPE_NODES, children, cst_dotted, walk, walk_scope, walk_scope_spans
+from ..syntax.walk import SCOPE_NODES, Settle, children, cst_dotted, walk, walk_scope, walk_scope_spans
 
 # The methods of the autograd contract, in the order a reader expects them.
 CONTRACT_METHODS = ("forward", "setup_context", "backward", "vjp", "jvp", "vmap")
@@ -125,12 +125,13 @@ class Method:
 
     def body_nodes(self) -> Tuple[cst.CSTNode, ...]:
         """Every node of the body as ``walk_scope`` yields them, walked once for all the facts that read
-        them (several facts each walked every body before)."""
+        them (several facts each walked every body before); a branch the class's ``settle`` rules out
+        is left out, so no fact counts code that never runs."""
         if self._body_nodes is None:
             if self.node is None:
                 self._body_nodes = ()
             else:
-                self._body_nodes, self._subtree_ends = walk_scope_spans(self.node.body)
+                self._body_nodes, self._subtree_ends = walk_scope_spans(self.node.body, self.owner.settle)
         return self._body_nodes
 
     def span(self, node: cst.CSTNode) -> Optional[Tuple[int, int]]:
@@ -286,6 +287,11 @@ class Method:
 
 class ClassModel:
     """A local class: a Function class, or a local base that may supply contract methods."""
+
+    # What is certain of a condition in this class's methods, set by checking from the module's analysis
+    # before any method is walked; a branch it rules out is left out of every method's facts. None (a
+    # model built alone, a custom op's): nothing is certain.
+    settle: Optional[Settle] = None
 
     def __init__(self, site: ClassSite, segment: Segment, bases: Sequence[Optional["ClassModel"]]) -> None:
         self.site = site

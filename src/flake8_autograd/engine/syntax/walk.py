@@ -8,7 +8,7 @@ punctuation fields, and caches the field list per node type.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, FrozenSet, Hashable, Iterator, List, Optional, Tuple, Type
+from typing import Callable, Dict, FrozenSet, Hashable, Iterator, List, Optional, Tuple, Type
 
 import libcst as cst
 
@@ -39,6 +39,10 @@ _PUNCTUATION_FIELDS = frozenset(
 )
 
 _fields_by_type: Dict[Type[cst.CSTNode], Tuple[str, ...]] = {}
+
+# What is certain of a condition: True or False when it can only be that where the code runs, None when
+# unknown. A walk given one leaves out the branch of an ``if`` that is certainly not taken.
+Settle = Callable[[cst.BaseExpression], Optional[bool]]
 
 # Nodes that open a new scope: statements inside them belong to another function.
 SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -105,10 +109,16 @@ def walk_scope(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(kids)
 
 
-def walk_scope_spans(root: cst.CSTNode) -> Tuple[Tuple[cst.CSTNode, ...], List[int]]:
+def walk_scope_spans(
+    root: cst.CSTNode, settle: Optional[Settle] = None
+) -> Tuple[Tuple[cst.CSTNode, ...], List[int]]:
     """The nodes ``walk_scope(root)`` yields, in the same order, with where each one's subtree ends: the
     nodes below ``nodes[i]`` are ``nodes[i + 1 : ends[i]]``. One walk answers "what is below this node"
-    for every node of a body, where a walk per question costs the size of the subtree each time."""
+    for every node of a body, where a walk per question costs the size of the subtree each time.
+
+    With ``settle``, the branch of an ``if`` (or ``elif``) whose condition is certainly false, or the
+    ``else`` of one certainly true, is left out: that code never runs, so no fact read from the walk
+    (a return, a store on ctx, a computation) should count it. The condition itself stays."""
     nodes: List[cst.CSTNode] = []
     ends: List[int] = []
     stack: List["cst.CSTNode | int"] = list(children(root))
@@ -131,21 +141,42 @@ def walk_scope_spans(root: cst.CSTNode) -> Tuple[Tuple[cst.CSTNode, ...], List[i
             continue
         if type(node) is cst.IndentedBlock:
             kids = _reachable(kids)
+        elif settle is not None and type(node) is cst.If:
+            kids = _taken(node, kids, settle)
         stack.append(index)  # popped once the children and everything below them are done
         kids.reverse()
         stack.extend(kids)
     return tuple(nodes), ends
 
 
+def _taken(node: cst.If, kids: List[cst.CSTNode], settle: Settle) -> List[cst.CSTNode]:
+    """The children of ``node`` that may run: its condition, and the arms it does not rule out."""
+    verdict = settle(node.test)
+    if verdict is None:
+        return kids
+    dropped = node.body if verdict is False else node.orelse
+    return [kid for kid in kids if kid is not dropped]
+
+
 def _reachable(statements: List[cst.CSTNode]) -> List[cst.CSTNode]:
-    """The statements of a block up to its first ``return`` or ``raise``: what follows never runs
-    (a leftover ``return`` after the real one must not count as one)."""
+    """The statements of a block up to its first ``return``, ``raise`` or ``assert False`` (``assert 0``,
+    ``assert None``): what follows never runs (a leftover ``return`` after the real one must not count
+    as one)."""
     for index, statement in enumerate(statements):
         if isinstance(statement, cst.SimpleStatementLine) and any(
-            isinstance(small, (cst.Return, cst.Raise)) for small in statement.body
+            isinstance(small, (cst.Return, cst.Raise)) or (isinstance(small, cst.Assert) and _falsy(small.test))
+            for small in statement.body
         ):
             return statements[: index + 1]
     return statements
+
+
+def _falsy(test: cst.BaseExpression) -> bool:
+    """``False``, ``None`` or ``0`` as written: an ``assert`` of it always raises (unless Python runs with
+    ``-O``, which drops asserts, and then what follows runs: a linter reads the code as written)."""
+    if isinstance(test, cst.Name):
+        return test.value in ("False", "None")
+    return isinstance(test, cst.Integer) and test.value in ("0", "0x0", "0o0", "0b0")
 
 
 def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:

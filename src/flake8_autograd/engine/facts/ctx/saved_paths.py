@@ -180,6 +180,14 @@ class _PathWalker:
             if self._saves_in(statement.test):
                 live = False
             orelse = statement.orelse
+            settle = self.method.owner.settle
+            verdict = settle(statement.test) if settle is not None else None
+            if verdict is True:
+                return self.block(statement.body, live)  # the other arms never run
+            if verdict is False:
+                if orelse is None:
+                    return live
+                return self.statement(orelse, live) if isinstance(orelse, cst.If) else self.block(orelse.body, live)
             if orelse is None and live and (self._saves_in(statement.body) or _has_return(self.method, statement.body)):
                 # ``if training: ctx.save_for_backward(x)``, ``if flag: return x * 2``: skipping the save
                 # is a choice the condition makes; only an arm of a full if/else may have forgotten it.

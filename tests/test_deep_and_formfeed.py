@@ -524,7 +524,7 @@ def test_extreme_but_valid_shapes_raise_no_internal_error(source: str) -> None:
 
 def test_integer_kind_of_a_chain_of_twice_bound_names_is_judged_once_per_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each name bound twice to the previous one: following every binding afresh doubled the work per link."""
-    from flake8_autograd.engine.facts import counting
+    from flake8_autograd.engine.facts import integer_dtypes
 
     chain = "".join(f"        y{index} = y{index - 1}; y{index} = y{index - 1}\n" for index in range(1, 16))
     source = (
@@ -533,13 +533,13 @@ def test_integer_kind_of_a_chain_of_twice_bound_names_is_judged_once_per_name(mo
         "    @staticmethod\n    def backward(ctx, grad):\n        return grad\n"
     )
     calls: List[int] = []
-    original = counting.is_integer_tensor
+    original = integer_dtypes.is_integer_tensor
 
     def counted(*args: object, **kwargs: object) -> bool:
         calls.append(1)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(counting, "is_integer_tensor", counted)
+    monkeypatch.setattr(integer_dtypes, "is_integer_tensor", counted)
     # With every rule on: AGF004 counts the gradients due, which asks whether each output is an integer tensor.
     assert lint(source, preview=True) == []  # the only output is an integer tensor: backward never runs
     assert calls

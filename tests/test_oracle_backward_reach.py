@@ -76,3 +76,37 @@ def test_outputs_marked_non_differentiable_or_of_an_integer_dtype_never_reach_ba
     index = IntegerOnly.apply(x)
     assert index.dtype == torch.int64 and index.grad_fn is None and not index.requires_grad
     assert "AGF113" not in codes_inside("agf113", "ArgmaxIndexFunction")
+
+
+@pytest.mark.parametrize("name, inputs", [("_RoundingBase", 1), ("_ProjectionBase", 2)])
+def test_an_abstract_base_raises_before_any_output(name: str, inputs: int) -> None:
+    """Forward calls a hook the base does not define: applied itself it raises, and no node is recorded."""
+    fixture = fixture_module("agf113")
+    with pytest.raises(AttributeError, match="has no attribute"):
+        getattr(fixture, name).apply(*[torch.ones(3, requires_grad=True)] * inputs)
+    assert "AGF113" not in codes_inside("agf113", name)
+
+
+def test_the_subclasses_of_abstract_bases_run_their_own_backward() -> None:
+    fixture = fixture_module("agf113")
+    x = torch.rand(3, requires_grad=True)
+    fixture.FloorRound.apply(x * 4).sum().backward()
+    assert torch.equal(x.grad, torch.full((3,), 4.0))
+    with pytest.raises(NotImplementedError, match="subclasses define forward"):
+        fixture._NormBase.apply(x)
+    fixture.L2Norm.apply(x).backward()
+    for name in ("FloorRound", "_NormBase", "L2Norm"):
+        assert "AGF113" not in codes_inside("agf113", name)
+
+
+def test_a_base_the_module_applies_itself_reaches_the_missing_backward() -> None:
+    """_DoubleBase defines its hook and has a subclass, but double() applies the base itself."""
+    fixture = fixture_module("agf113")
+    x = torch.rand(3, requires_grad=True)
+    fixture.TripleScale.apply(x).sum().backward()
+    output = fixture.double(x)
+    assert output.grad_fn is not None
+    with pytest.raises(NotImplementedError, match=NOT_IMPLEMENTED):
+        output.sum().backward()
+    assert "AGF113" in codes_inside("agf113", "_DoubleBase")
+    assert "AGF113" not in codes_inside("agf113", "TripleScale")

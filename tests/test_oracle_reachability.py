@@ -80,6 +80,7 @@ NEVER_DIFFERENTIATED: Dict[str, Callable[[Any], Any]] = {
     "SortedPair": lambda m: m.SortedPair.apply(_tensor(4), True),
     "RankOf": lambda m: m.RankOf.apply(_tensor(2, 3), -1),
     "PositiveMask": lambda m: m.PositiveMask.apply(_tensor(4), 1.0),
+    "NearestCounts": lambda m: m.NearestCounts.apply(_tensor(5, 2), _tensor(3, 2, index=1)),
     "BucketOf": lambda m: m.BucketOf.apply(_tensor(4), torch.tensor([0.7, 1.2], dtype=torch.float64)),
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..engine.analysis.module_analysis import Analysis
+from ..engine.facts.abstract_forward import forward_is_abstract
 from ..engine.facts.grad_mode import applied_only_without_grad
 from ..engine.models.class_model import ClassModel
 from .base import Finding, Rule
@@ -61,8 +62,10 @@ class BackwardPresenceRule(Rule):
                 return  # outputs marked non-differentiable may never need a backward
         if analysis.backward_never_runs(model):
             return  # every output is an integer tensor, marked non-differentiable or not a tensor: no node
-        if analysis.discovery.has_local_subclass(model.site):
-            return  # a base whose subclasses supply backward
+        if forward_is_abstract(model):
+            return  # forward raises on the class itself (a hook only subclasses define): no output, no node
+        if analysis.discovery.has_local_subclass(model.site) and not analysis.apply_calls(model.name):
+            return  # a base whose subclasses supply backward, and which the module never applies itself
         if applied_only_without_grad(analysis.tree, analysis.imports, model.name):
             return  # every use runs with gradients off: no graph node is recorded, backward is never reached
         if forward.owner is model:

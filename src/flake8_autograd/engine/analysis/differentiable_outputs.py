@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Set, Tuple
 
 import libcst as cst
 
-from ..facts.counting import _marked_non_differentiable, is_integer_tensor, slot_is_none
+from ..facts.counting import _marked_non_differentiable, slot_is_none
+from ..facts.integer_dtypes import is_integer_tensor
 from ..models.class_model import ClassModel, Method
 from ..facts.memory_and_layout import ALLOCATIONS
 from ..facts.tensor_kinds import Kind

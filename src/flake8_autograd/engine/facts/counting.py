@@ -7,7 +7,6 @@ name every binding of which agrees. Anything else is unknown, and rules stay sil
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
@@ -17,8 +16,9 @@ from ..models.body_facts import Binding
 from ..models.class_model import ClassModel, Method
 from ..syntax.names import ImportTable
 from .tensor_kinds import Kind
+from .integer_dtypes import is_integer_tensor
 from .tensors.inference import TensorInference
-from ..syntax.walk import Settle, cst_dotted, fingerprint, walk_scope
+from ..syntax.walk import Settle, fingerprint, walk_scope
 
 _NONE = cst.Name("None")
 
@@ -431,40 +431,6 @@ def _block_falls_off(block: cst.BaseSuite, settle: Optional[Settle] = None) -> b
 
 # --- Reachability: when autograd never calls backward, or never takes one of its ways out ------------
 
-# dtypes autograd never differentiates: an output of one of them gets no grad_fn.
-_INTEGER_DTYPES = frozenset(
-    "torch." + name
-    for name in "bool uint8 uint16 uint32 uint64 int8 int16 int32 int64 short int long".split()
-)
-# Tensor methods that return an integer or bool tensor whatever the input.
-_INTEGER_CASTS = frozenset("long int short bool byte char".split())
-_INDEX_RESULTS = frozenset("argsort argmax argmin bucketize searchsorted nonzero argwhere".split())
-_INDEX_FACTORIES = frozenset(
-    "torch." + name for name in "argsort argmax argmin bucketize searchsorted randperm randint nonzero argwhere".split()
-)
-# The legacy typed constructors of integer and bool tensors (``torch.cuda.IntTensor(B, n)``).
-_INTEGER_CONSTRUCTORS = frozenset(
-    f"{module}.{kind}Tensor" for module in ("torch", "torch.cuda") for kind in "Byte Char Short Int Long Bool".split()
-)
-# Tensor methods whose result keeps the receiver's dtype (a view, a copy, a move between devices).
-_SAME_DTYPE_METHODS = frozenset(
-    "view reshape flatten squeeze unsqueeze contiguous clone detach cpu cuda t transpose permute flip expand repeat"
-    " zero_ fill_".split()
-)
-# Calls that take an index tensor, and where: (position in ``torch.<name>(...)``, in ``x.<name>(...)``).
-_INDEX_ARGUMENTS = {
-    "index_select": (2, 1),
-    "gather": (2, 1),
-    "take": (1, 0),
-    "take_along_dim": (1, 0),
-    "index_add": (2, 1),
-    "index_copy": (2, 1),
-    "index_fill": (2, 1),
-    "scatter": (2, 1),
-    "scatter_add": (2, 1),
-}
-
-
 # Models whose backward is being read for the gradients it returns: a forward input asked about meanwhile
 # (backward reading what forward saved) is answered without this fact, so the question does not recur.
 _READING_GRADIENTS: Set[int] = set()
@@ -561,159 +527,6 @@ def _carries_no_gradient(node: cst.BaseExpression, marked: Set[str], inference: 
     if inference.kind(node) in (Kind.NONE, Kind.NOT_TENSOR):
         return True
     return is_integer_tensor(node, inference)
-
-
-def is_integer_tensor(
-    node: cst.BaseExpression, inference: TensorInference, depth: int = 0, names: Optional[Dict[str, bool]] = None
-) -> bool:
-    """An integer or bool tensor by construction: ``x.long()``, ``torch.argsort(x)``, ``dtype=torch.int32``,
-    a legacy typed constructor (``torch.cuda.IntTensor(B, n)``, then ``.zero_()``), a comparison
-    (``scores > 0``), a part, view or copy of one (``inds[:k]``, ``valid[inds]``), or a local name every
-    binding of which is one. Each name is judged once per question (``names``), so chains of
-    names bound several times each cost linear time.
-
-    A name used as an index (``x[inds]``, ``torch.index_select(x, 0, inds)``, ``x.gather(1, inds)``) is an
-    integer or bool tensor there, whatever produced it: one unknown call's result (``inds = kernel(...)``),
-    re-bound only to parts of itself (``inds = inds[:k]``) or to other integer tensors, has that dtype on
-    every path."""
-    if depth > MAX_DEPTH:
-        return False
-    if isinstance(node, cst.Name):
-        names = {} if names is None else names
-        if node.value in names:
-            return names[node.value]
-        names[node.value] = False  # while it is judged: a cycle proves nothing
-        verdict = _integer_name(node.value, inference, depth, names)
-        names[node.value] = verdict
-        return verdict
-    if isinstance(node, cst.Comparison):
-        return True  # a bool tensor (or a plain bool, which carries no gradient either)
-    if isinstance(node, cst.Subscript):
-        return is_integer_tensor(node.value, inference, depth + 1, names)
-    if not isinstance(node, cst.Call):
-        return False
-    if isinstance(node.func, cst.Attribute) and node.func.attr.value in _SAME_DTYPE_METHODS:
-        return is_integer_tensor(node.func.value, inference, depth + 1, names)
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value == "dtype":
-            return _dotted(arg.value, inference) in _INTEGER_DTYPES
-    func = node.func
-    if _dotted(func, inference) in _INTEGER_CONSTRUCTORS:
-        return True
-    if isinstance(func, cst.Attribute):
-        method = func.attr.value
-        if method in _INTEGER_CASTS and not node.args:
-            return True
-        if method in _INDEX_RESULTS or _dotted(func, inference) in _INDEX_FACTORIES:
-            return True
-        if method in ("to", "type") and len(node.args) == 1 and node.args[0].keyword is None:
-            return _dotted(node.args[0].value, inference) in _INTEGER_DTYPES
-    return False
-
-
-def _integer_name(name: str, inference: TensorInference, depth: int, names: Dict[str, bool]) -> bool:
-    bindings = inference.facts.bindings.get(name) or []
-    if not bindings or name in inference.params:
-        return False
-    if any(binding.value is None or binding.index is not None for binding in bindings):
-        return False
-    witnessed = name in _index_names(inference)
-    unknown = 0  # bindings whose dtype only the use as an index shows
-    for binding in bindings:
-        assert binding.value is not None
-        if witnessed and _part_of(binding.value, name):
-            continue  # ``inds = inds[:k]``: the dtype of the name's other bindings
-        if is_integer_tensor(binding.value, inference, depth + 1, names):
-            continue
-        if not witnessed or not _unknown_call(binding.value, inference):
-            return False
-        unknown += 1
-    return unknown <= 1  # two unknown calls: the index use may see only one of them
-
-
-def _part_of(node: cst.BaseExpression, name: str) -> bool:
-    """``name`` itself, or a part, view or copy of it (same dtype)."""
-    return _root_name(node) == name
-
-
-def _unknown_call(node: cst.BaseExpression, inference: TensorInference) -> bool:
-    """A call whose result's dtype nothing here tells: not a ``torch`` function, not a tensor method."""
-    if not isinstance(node, cst.Call):
-        return False
-    dotted = _dotted(node.func, inference) or ""
-    return not dotted.startswith("torch.") and inference.kind(node) is not Kind.NOT_TENSOR
-
-
-# The names each method uses as an index, found once per method.
-_INDEX_NAMES: "weakref.WeakKeyDictionary[TensorInference, FrozenSet[str]]" = weakref.WeakKeyDictionary()
-
-
-def _index_names(inference: TensorInference) -> FrozenSet[str]:
-    found = _INDEX_NAMES.get(inference)
-    if found is None:
-        found = frozenset(_find_index_names(inference))
-        _INDEX_NAMES[inference] = found
-    return found
-
-
-def _find_index_names(inference: TensorInference) -> Set[str]:
-    """Names the method's body uses as an index: ``x[name]``, ``x[name, :]``, or the index argument of
-    ``index_select``, ``gather``, ``take``, ``scatter``, ... (bare, by keyword, or as a tensor method)."""
-    node = inference.method.node
-    found: Set[str] = set()
-    if node is None:
-        return found
-    for child in walk_scope(node.body):
-        if isinstance(child, cst.Subscript):
-            for element in child.slice:
-                index = element.slice
-                root = _root_name(index.value) if isinstance(index, cst.Index) and index.star is None else None
-                if root is not None:
-                    found.add(root)
-        elif isinstance(child, cst.Call):
-            name = _index_argument_name(child, inference)
-            if name is not None:
-                found.add(name)
-    return found
-
-
-def _index_argument_name(call: cst.Call, inference: TensorInference) -> Optional[str]:
-    func = call.func
-    if not isinstance(func, cst.Attribute):
-        return None
-    positions = _INDEX_ARGUMENTS.get(func.attr.value)
-    if positions is None:
-        return None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "index":
-            return _root_name(arg.value)
-    if any(arg.star for arg in call.args):
-        return None
-    is_torch_function = _dotted(func, inference) == f"torch.{func.attr.value}"
-    position = positions[0] if is_torch_function else positions[1]
-    positional = [arg for arg in call.args if arg.keyword is None]
-    return _root_name(positional[position].value) if position < len(positional) else None
-
-
-def _root_name(node: cst.BaseExpression) -> Optional[str]:
-    """The name an index is a part, view or copy of (``inds``, ``inds[:k]``, ``inds.unsqueeze(1)``)."""
-    while True:
-        if isinstance(node, cst.Subscript):
-            node = node.value
-        elif (
-            isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in _SAME_DTYPE_METHODS
-        ):
-            node = node.func.value
-        else:
-            return node.value if isinstance(node, cst.Name) and node.value != "None" else None
-
-
-def _dotted(node: cst.BaseExpression, inference: TensorInference) -> Optional[str]:
-    dotted = cst_dotted(node)
-    if dotted is None:
-        return None
-    return inference.imports.resolve_dotted(dotted) or dotted
 
 
 def fall_off_mirrors_forward(backward: Method, forward: Method) -> bool:

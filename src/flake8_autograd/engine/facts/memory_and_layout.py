@@ -133,9 +133,36 @@ def is_allocation(value: cst.BaseExpression, allocating: FrozenSet[str] = frozen
         if _method_name(value) == "new":  # the legacy ``x.new(sizes)``
             continue
         dotted = cst_dotted(value.func) or ""
+        if _legacy_sized_constructor(dotted, value):
+            continue
         if dotted.rsplit(".", 1)[-1] not in ALLOCATIONS:
             return False
     return True
+
+
+# The legacy typed constructors (``torch.cuda.FloatTensor(n, h)``): given sizes, uninitialised memory.
+_LEGACY_TENSOR_TYPES = frozenset(
+    f"{kind}Tensor" for kind in "Float Double Half BFloat16 Byte Char Short Int Long Bool".split()
+)
+
+
+def _legacy_sized_constructor(dotted: str, call: cst.Call) -> bool:
+    """``torch.FloatTensor(n, m)``, ``torch.cuda.FloatTensor(*shape)``: sizes, not data. One plain name
+    could be a list of values (``torch.FloatTensor(values)``), so one argument counts only when it is a
+    number or arithmetic of sizes (``n * h``, ``x.shape[0]``, ``x.size(0)``)."""
+    module, _, kind = dotted.rpartition(".")
+    if module not in ("torch", "torch.cuda") or kind not in _LEGACY_TENSOR_TYPES or not call.args:
+        return False
+    if any(arg.keyword is not None for arg in call.args):
+        return False
+    if len(call.args) >= 2:
+        return not any(isinstance(arg.value, (cst.List, cst.Tuple, cst.ListComp)) for arg in call.args)
+    only = call.args[0]
+    if only.star == "*":
+        return True  # ``torch.cuda.FloatTensor(*shape)``
+    return isinstance(only.value, (cst.Integer, cst.BinaryOperation, cst.Subscript)) or (
+        isinstance(only.value, cst.Call) and _method_name(only.value) in ("size", "numel")
+    )
 
 
 def is_none(value: cst.BaseExpression) -> bool:

@@ -129,3 +129,18 @@ def test_a_list_of_uninitialised_workspaces_holds_no_state() -> None:
     torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))  # not 2 * exp(x): a silently wrong gradient
     assert not torch.allclose(x.grad, 2 * torch.exp(x.detach()))
     assert "AGF003" in codes_inside(STEM, "WorkspaceListWithData")
+
+
+def test_zero_size_placeholders_hold_nothing() -> None:
+    """A zero-element tensor has no values for a change to alter: the placeholders kept on ctx carry
+    no data into backward, and the gradient is right."""
+    module = fixture_module(STEM)
+    x = torch.rand(4, dtype=torch.float64, requires_grad=True)
+    node = module.ZeroSizeScratch.apply(x)
+    assert all(placeholder.numel() == 0 for placeholder in node.grad_fn.scratch)
+    node.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))
+    assert "AGF003" not in codes_inside(STEM, "ZeroSizeScratch")
+    assert torch.autograd.gradcheck(module.SizedScratch.apply, (x.detach().requires_grad_(),))
+    assert module.SizedScratch.apply(x).grad_fn.scratch[0].numel() == 4  # sized: it holds x's values
+    assert "AGF003" in codes_inside(STEM, "SizedScratch")

@@ -150,7 +150,7 @@ def check_review(
     elsewhere: Set[ReviewedFinding] = set()
     problems = []
     for (project, relative), items in sorted(by_file.items()):
-        checked = _check(cache / project / relative)
+        checked = _check(cache / project / relative, True)  # every finding judged, preview codes too
         if checked.problem:
             problems.append((f"{project}/{relative}", checked.problem))
             continue

@@ -8,9 +8,10 @@ Run with the package importable (or from a checkout: ``src`` is added to the pat
     python benchmarks/realcode/score.py --split holdout-2026-11-27 --preview   # the same, the second holdout
     python benchmarks/realcode/score.py --list-test-findings --preview
 
-Scoring mode: the engine runs in-process with every rule (preview ones too) on the file of each labelled
-class; a finding counts for the labelled class whose span (from ``ast``) holds its line, and findings
-outside labelled classes are ignored. Per class and code, TP = min(labelled, found), FP = found - TP,
+Scoring mode: the engine runs in-process on the file of each labelled class, as installed (the default
+codes, reporting only what they prove) or, with ``--preview``, with every rule and preview on; a finding
+counts for the labelled class whose span (from ``ast``) holds its line, and findings outside labelled
+classes are ignored. Per class and code, TP = min(labelled, found), FP = found - TP,
 FN = labelled - TP: lines are recorded in the labels but need not match. One table per split, default
 and preview codes apart (preview ones only with ``--preview``); ``--split both`` is dev and test, ``--split
 all`` adds the holdout split (not the holdout of 2026-11-27, scored only when named).
@@ -78,7 +79,10 @@ OP_LABELLED_CODES = frozenset(
 )
 LABEL_KINDS = ("class", "op")
 # Every rule runs; which codes are shown is decided afterwards.
+# With --preview every rule runs with preview on (a default code's unproven findings too); without it, the
+# linter runs as installed: what a user sees by default.
 ALL_RULES = CheckOptions(preview=True)
+AS_INSTALLED = CheckOptions()
 
 
 class MalformedData(Exception):
@@ -390,10 +394,10 @@ class _CheckedFile:
     problem: Optional[str] = None
 
 
-def _check(path: Path) -> _CheckedFile:
+def _check(path: Path, preview: bool) -> _CheckedFile:
     if not path.is_file():
         return _CheckedFile(problem="no such file in the cache")
-    outcome = check_file(str(path), ALL_RULES)
+    outcome = check_file(str(path), ALL_RULES if preview else AS_INSTALLED)
     if outcome.error:
         return _CheckedFile(problem=outcome.error)
     try:
@@ -438,7 +442,7 @@ def score_split(benchmark: Benchmark, split: str, cache: Path, preview: bool) ->
             score.classes += 1
             score.clean_classes += not label.violations
     for (project, relative), labels in by_file.items():
-        checked = _check(cache / project / relative)
+        checked = _check(cache / project / relative, preview)
         spans: Dict[LabelledClass, Tuple[int, int]] = {}
         op_parts: Dict[LabelledClass, List[Tuple[int, int]]] = {}
         for label in labels:
@@ -601,7 +605,7 @@ def list_test_findings(benchmark: Benchmark, cache: Path, preview: bool) -> List
             if not path.is_file():
                 continue
             relative = path.relative_to(folder).as_posix()
-            outcome = check_file(str(path), ALL_RULES)
+            outcome = check_file(str(path), ALL_RULES if preview else AS_INSTALLED)
             if outcome.error or outcome.notice:
                 lines.append(f"{project.name}\t{relative}\tnot checked: {outcome.error or outcome.notice}")
             for report in sorted(outcome.reports, key=lambda report: (report.line, report.column, report.code)):

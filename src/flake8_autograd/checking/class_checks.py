@@ -44,8 +44,8 @@ def check_classes(
     custom_ops: Optional[CustomOpDiscovery] = None,
 ) -> List[Finding]:
     """The findings of every class ``discovery`` found, and of every custom op ``custom_ops`` found,
-    sorted by position; a rule that raises costs one internal-error finding at its class (or op), not
-    the others' findings."""
+    sorted by position (without the unproven ones unless preview is on); a rule that raises costs one
+    internal-error finding at its class (or op), not the others' findings."""
     active = rules_for(settings)
     analysis = Analysis(tree, discovery, settings, lines)
     builder = _ModelBuilder(lines, analysis)
@@ -53,7 +53,8 @@ def check_classes(
     with _collecting_class_by_class() as collect:
         for site in discovery.function_classes:
             for finding in _check_class(site, builder, analysis, active):
-                findings.setdefault((finding.line, finding.column, finding.code), finding)
+                if finding.proven or settings.preview:
+                    findings.setdefault((finding.line, finding.column, finding.code), finding)
             if not discovery.has_local_subclass(site):
                 # Nothing reads this class again: drop it, so that what is held stays one class, not the file.
                 _drop(site, builder, analysis)
@@ -66,7 +67,8 @@ def check_classes(
                 findings.setdefault((finding.line, finding.column, finding.code), finding)
             if registration_rules and op.registrations:
                 for finding in _check_registrations(op, lines, analysis, registration_rules):
-                    findings.setdefault((finding.line, finding.column, finding.code), finding)
+                    if finding.proven or settings.preview:
+                        findings.setdefault((finding.line, finding.column, finding.code), finding)
     return sorted(findings.values(), key=lambda finding: finding.sort_key)
 
 

@@ -28,6 +28,9 @@ class Finding:
     # the command asks for it (flake8 has no end positions); neither compared nor sorted on.
     end_line: Optional[int] = field(default=None, compare=False, repr=False)
     end_column: Optional[int] = field(default=None, compare=False, repr=False)
+    # False when the finding rests on a fact the model cannot settle (a path it cannot prove runs, a
+    # value it cannot prove is a tensor): a code on by default reports it only with preview on.
+    proven: bool = field(default=True, compare=False, repr=False)
 
     @property
     def sort_key(self) -> "tuple[int, int, str]":

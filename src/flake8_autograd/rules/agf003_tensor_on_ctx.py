@@ -158,6 +158,8 @@ def _output_buffer(store: CtxStore, inference: TensorInference, analysis: Analys
     one that backward fills and returns as a gradient, with fresh memory in its place when it is absent
     (the caller's buffer for the gradient)."""
     value = store.value
+    if _zero_sized(value, inference):
+        return True  # placeholders of no elements hold no data, whoever writes into them
     if len(inference.facts.ctx_reads.get(store.attribute, [])) != 1:
         return False  # forward reads it back (fills it, or keeps using it): saved data
     if _uninitialised(value, inference):
@@ -176,6 +178,33 @@ def _output_buffer(store: CtxStore, inference: TensorInference, analysis: Analys
     if reads and all(id(read) in written for read in reads):
         return True
     return filled_output_buffer(backward, store.attribute, analysis)
+
+
+# Allocations given their size as arguments: ``torch.empty(0)``, ``x.new_zeros(0)``.
+_SIZED_ALLOCATIONS = frozenset({"torch.empty", "torch.zeros", "torch.ones"})
+_SIZED_ALLOCATION_METHODS = frozenset({"new_empty", "new_zeros", "new_ones"})
+
+
+def _zero_sized(value: cst.BaseExpression, inference: TensorInference) -> bool:
+    """An allocation of no elements (``x.new_empty(0)``), or a display of nothing but such allocations."""
+    if isinstance(value, (cst.Tuple, cst.List)):
+        elements = value.elements
+        return bool(elements) and all(
+            not isinstance(element, cst.StarredElement) and _zero_sized(element.value, inference)
+            for element in elements
+        )
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    dotted = inference.imports.resolve_dotted(cst_dotted(func) or "")
+    if dotted not in _SIZED_ALLOCATIONS and not (
+        isinstance(func, cst.Attribute) and func.attr.value in _SIZED_ALLOCATION_METHODS
+    ):
+        return False
+    sizes = [arg.value for arg in value.args if arg.keyword is None and not arg.star]
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        sizes = [element.value for element in sizes[0].elements if not isinstance(element, cst.StarredElement)]
+    return any(isinstance(size, cst.Integer) and size.evaluated_value == 0 for size in sizes)
 
 
 def _uninitialised(value: cst.BaseExpression, inference: TensorInference) -> bool:

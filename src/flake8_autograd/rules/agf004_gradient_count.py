@@ -91,7 +91,7 @@ class GradientCountRule(Rule):
                 finding = self._check_return(model, method, counted, inputs, analysis)
                 if finding is not None:
                     if inherited:
-                        yield Finding(*forward.position(), finding.code, finding.message)
+                        yield Finding(*forward.position(), finding.code, finding.message, proven=finding.proven)
                     else:
                         yield finding
 
@@ -106,6 +106,9 @@ class GradientCountRule(Rule):
         # A class's own name, also for a backward it inherits; an operator's registered function by its name.
         qualname = method.qualname if is_custom_op(model) else f"{model.name}.{method.name}"
         returned = self.falls_off if counted.falls_off else "returns " + _plural(count, "gradient")
+        # Falling off the end after returns elsewhere happens only on the paths no return takes, which the
+        # model cannot prove are taken; a backward with no return at all always ends that way.
+        proven = not (counted.falls_off and method.facts.returns)
         fields = dict(
             method=qualname,
             returned=returned,
@@ -121,21 +124,21 @@ class GradientCountRule(Rule):
             # The generated Function has one more input (its metadata), which backward's result gets a None for.
             template = self.op_message if count < inputs.total else self.op_surplus_message
             return self.report(
-                method, node, template=template, cls=model.name, **fields
+                method, node, template=template, proven=proven, cls=model.name, **fields
             )
         if count < inputs.required:
-            return self.report(method, node, **fields)
+            return self.report(method, node, proven=proven, **fields)
         if count < inputs.total:
             longer = [call for call in analysis.apply_calls(model.name) if (call.positional or 0) > count]
             if longer:
                 call = longer[0]
                 return self.report(
-                    method, node, template=self.call_message, cls=model.name,
+                    method, node, template=self.call_message, proven=proven, cls=model.name,
                     arguments=_plural(call.positional or 0, "argument"), line=call.line, **fields,
                 )
             return None
         if count > inputs.total and not all(slot_is_none(extra) for extra in slots[inputs.total:]):
-            return self.report(method, node, template=self.surplus_message, **fields)
+            return self.report(method, node, template=self.surplus_message, proven=proven, **fields)
         return None
 
     def fix(self, finding: Finding, model: ClassModel, analysis: Analysis) -> Optional[Fix]:

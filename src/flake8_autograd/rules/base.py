@@ -54,12 +54,19 @@ class Rule:
             setattr(cls, "check", _attaching_fixes(cls.__dict__["check"]))
 
     def report(
-        self, where: "Method", node: Optional[cst.CSTNode] = None, template: Optional[str] = None, **fields: Any
+        self,
+        where: "Method",
+        node: Optional[cst.CSTNode] = None,
+        template: Optional[str] = None,
+        *,
+        proven: bool = True,
+        **fields: Any,
     ) -> Finding:
-        """A finding at ``node`` (default: the ``def`` of ``where``) with the message filled in."""
+        """A finding at ``node`` (default: the ``def`` of ``where``) with the message filled in; ``proven``
+        False for one that rests on a fact the model cannot settle (reported by default only with preview)."""
         line, column = where.position(node)
         text = (template or self.message).format(**fields)
-        finding = Finding(line, column, self.code, f"{self.code} {text}")
+        finding = Finding(line, column, self.code, f"{self.code} {text}", proven=proven)
         if not ends_wanted():
             return finding
         target = node if node is not None else (where.node if where.node is not None else where.statement)

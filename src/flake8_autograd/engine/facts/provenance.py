@@ -685,10 +685,30 @@ def _bound_values(name: str, provenance: Provenance) -> Tuple[List[cst.BaseExpre
                     if isinstance(change.node, (cst.Assign, cst.AugAssign)):
                         values.append(change.node.value)
             # ``buf.index_add_(...)``, ``buf[rows].add_(part)``: written in place, whole or in part.
-            direct.update(("call", call) for call in provenance.in_place_calls(name))
+            for call in provenance.in_place_calls(name):
+                accumulated = _accumulated(call)
+                if accumulated is not None:
+                    values.append(accumulated)  # ``dq.add_(part)``: as ``dq += part``, the part's work
+                else:
+                    direct.add(("call", call))
             continue
         values.append(value)
     return values, frozenset(direct)
+
+
+# In-place methods that add a value into the whole of their receiver (or copy it there): the receiver then
+# holds that value's work, as with ``+=``, and no work of its own.
+_ACCUMULATING_METHODS = frozenset({"add_", "sub_", "copy_"})
+
+
+def _accumulated(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """What ``buf.add_(part)`` (``sub_``, ``copy_``) puts into the whole of ``buf``: ``part``."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in _ACCUMULATING_METHODS:
+        return None
+    if not isinstance(func.value, cst.Name):
+        return None  # ``buf[rows].add_(part)``: a part written, the buffer assembled here
+    return _first_argument(call)
 
 
 def _base_name(node: cst.BaseExpression) -> Optional[str]:

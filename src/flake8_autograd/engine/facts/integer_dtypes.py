@@ -136,12 +136,23 @@ def is_integer_tensor(
     names = {} if names is None else names
     if isinstance(node, cst.Name):
         return _judged_once(node.value, "", inference, depth, names)
-    # Each expression is judged once per question too: several questions about one operand (is it an
-    # integer tensor, a Python int) would otherwise cost exponential time in deeply nested expressions.
-    key = f"{_NODE_KEY}{id(node)}"
+    return _judged_node_once(node, "", _integer_expression, inference, depth, names)
+
+
+def _judged_node_once(
+    node: cst.BaseExpression,
+    question: str,
+    judge: "Callable[[cst.BaseExpression, TensorInference, int, Dict[str, bool]], bool]",
+    inference: TensorInference,
+    depth: int,
+    names: Dict[str, bool],
+) -> bool:
+    """``judge(node)``, asked once per question: several questions about one operand (is it an integer
+    tensor, a Python int) would otherwise cost exponential time in deeply nested expressions."""
+    key = f"{question}{_NODE_KEY}{id(node)}"
     if key not in names:
-        names[key] = False
-        names[key] = _integer_expression(node, inference, depth, names)
+        names[key] = False  # a question asked again while answering it gets no
+        names[key] = judge(node, inference, depth, names)
     return names[key]
 
 
@@ -466,11 +477,7 @@ def _python_int(node: cst.BaseExpression, inference: TensorInference, depth: int
         return False
     if isinstance(node, cst.Name):
         return _judged_once(node.value, _INT_KEY, inference, depth, names)
-    key = f"{_INT_KEY}{_NODE_KEY}{id(node)}"
-    if key not in names:
-        names[key] = False
-        names[key] = _python_int_expression(node, inference, depth, names)
-    return names[key]
+    return _judged_node_once(node, _INT_KEY, _python_int_expression, inference, depth, names)
 
 
 def _python_int_expression(

@@ -109,17 +109,45 @@ class Conditions:
     def __init__(self, tree: ast.Module, imports: ImportTable, min_torch_version: Optional[TorchVersion]) -> None:
         self.imports = imports
         self.setting = min_torch_version
+        self._tree = tree
+        # The names a top-level assignment binds: only these can be constants. Cheap (the top level only),
+        # so most conditions (``x is None``, ``ctx.needs_input_grad[0]``) are found unsettled without the
+        # walk of the whole module that the constants need.
+        self._candidates: Set[str] = set()
+        for statement in tree.body:
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                for target in statement.targets if isinstance(statement, ast.Assign) else [statement.target]:
+                    self._candidates.update(
+                        node.id for node in ast.walk(target) if isinstance(node, ast.Name)
+                    )
+        self._read = False
         self._constants: Dict[str, Tuple[ast.expr, Optional[int]]] = {}
         self._bound_once: Set[str] = set()
         self._bound: Optional[Set[str]] = None  # every name the module binds; None: unknown (``globals()``)
-        self.module_floor: Optional[TorchVersion] = None
-        self._read_module(tree)
+        self._module_floor: Optional[TorchVersion] = None
+
+    @property
+    def module_floor(self) -> Optional[TorchVersion]:
+        self._ensure_read()
+        return self._module_floor
+
+    def _ensure_read(self) -> None:
+        if not self._read:
+            self._read = True
+            self._read_module(self._tree)
 
     def settle(self, test: cst.BaseExpression, model: ClassModel) -> Optional[bool]:
         """True or False when ``test``, in a method of ``model``, can only be that; None when unknown."""
-        return self._settle(test, oldest_torch(self.setting, self.module_floor, _class_floor(model)))
+        if isinstance(test, cst.Name):
+            if test.value in _LITERAL_NAMES:
+                return _LITERAL_NAMES[test.value]
+            if test.value not in self._candidates and self.imports.resolve_name(test.value) is None:
+                return None  # a parameter, a local: what the caller passes
+        elif self._unsettled(test):
+            return None
+        return self._settle(test, lambda: oldest_torch(self.setting, self.module_floor, _class_floor(model)))
 
-    def _settle(self, test: cst.BaseExpression, floor: Optional[TorchVersion]) -> Optional[bool]:
+    def _settle(self, test: cst.BaseExpression, floor: Callable[[], Optional[TorchVersion]]) -> Optional[bool]:
         if isinstance(test, cst.Name):  # the common case, with no code to generate
             if test.value in _LITERAL_NAMES:
                 return _LITERAL_NAMES[test.value]
@@ -141,11 +169,12 @@ class Conditions:
         conditions by far. A literal, a constant or an imported name may settle it."""
         if is_larger_than(test, _MAX_CONDITION_NODES):
             return True
-        names = [node.value for node in walk(test) if type(node) is cst.Name]
-        return bool(names) and not any(
-            name in _LITERAL_NAMES or name in self._constants or self.imports.resolve_name(name) is not None
-            for name in names
-        )
+        free = [node.value for node in walk(test) if type(node) is cst.Name and node.value not in _LITERAL_NAMES]
+        if not free or any(name in self._candidates or self.imports.resolve_name(name) is not None for name in free):
+            return False
+        # Only what the caller passes, and literals: a literal settles it only as an operand of and/or/not
+        # (``DEBUG and x``); compared with something unknown (``x is not None``) it settles nothing.
+        return not any(_bare_literal_operand(node) for node in [test, *walk(test)])
 
     # --- the module: its names bound exactly once, and the torch it proves --------------------------
 
@@ -169,7 +198,7 @@ class Conditions:
         self._bound_once = {name for name, count in counts.items() if count == 1}
         for statement in tree.body:
             self._read_top_level(statement, star_lines)
-        self.module_floor = _module_floor(tree, self.imports)
+        self._module_floor = _module_floor(tree, self.imports)
 
     def _read_top_level(self, statement: ast.stmt, star_lines: List[int]) -> None:
         if any(line > statement.lineno for line in star_lines):
@@ -191,14 +220,28 @@ class Conditions:
                     self._constants[each.id] = (value, index)
 
     def constant(self, name: str) -> Optional[Tuple[ast.expr, Optional[int]]]:
+        self._ensure_read()
         return self._constants.get(name)
 
     def bound_once(self, name: str) -> bool:
+        self._ensure_read()
         return name in self._bound_once
 
     def rebound(self, dotted: str) -> bool:
         """Whether the module may bind the head of ``dotted`` itself (a builtin it shadows)."""
+        self._ensure_read()
         return self._bound is None or dotted.partition(".")[0] in self._bound
+
+
+def _bare_literal_operand(node: cst.CSTNode) -> bool:
+    """``node`` is ``and``/``or``/``not`` with a literal name (``True``, ``False``, ``None``) as an operand."""
+    if isinstance(node, cst.BooleanOperation):
+        operands = [node.left, node.right]
+    elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        operands = [node.expression]
+    else:
+        return False
+    return any(isinstance(operand, cst.Name) and operand.value in _LITERAL_NAMES for operand in operands)
 
 
 def _bound_names(node: ast.AST) -> List[str]:
@@ -304,9 +347,17 @@ def _class_floor(model: ClassModel) -> Optional[TorchVersion]:
 class _Evaluator:
     """Reads one condition: values the module fixes, torch's version, and what compares them."""
 
-    def __init__(self, conditions: Conditions, floor: Optional[TorchVersion]) -> None:
+    def __init__(self, conditions: Conditions, floor: Callable[[], Optional[TorchVersion]]) -> None:
         self.conditions = conditions
-        self.floor = floor
+        self._floor_of = floor
+        self._floor: Optional[Tuple[Optional[TorchVersion]]] = None
+
+    @property
+    def floor(self) -> Optional[TorchVersion]:
+        """The oldest torch the code runs on, worked out only for a condition that compares versions."""
+        if self._floor is None:
+            self._floor = (self._floor_of(),)
+        return self._floor[0]
 
     def truth(self, node: ast.expr, depth: int) -> Optional[bool]:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from test_flake8_cli import flake8, output_codes
 
 SOURCE = textwrap.dedent(
@@ -61,11 +63,10 @@ def test_a_code_run_without_preview_reports_only_what_it_proves(tmp_path: Path) 
     assert _lines(previewed) == {PROVEN_LINE, UNPROVEN_LINE}
 
 
-def test_the_unproven_finding_is_a_real_path_when_taken(tmp_path: Path) -> None:
+@pytest.mark.oracle
+def test_the_unproven_finding_is_a_real_path_when_taken() -> None:
     """Under torch the unproven path is real only when taken: with materialized gradients (the default)
     grad is never None, so MaybeFallsOff works; AlwaysFallsOff fails on every backward."""
-    import pytest
-
     torch = pytest.importorskip("torch")
     namespace: dict = {}
     exec(compile(SOURCE, "ops.py", "exec"), namespace)  # noqa: S102 - the test's own source

@@ -350,10 +350,20 @@ class TensorInference:
             from_inputs = self._setup_context_input(value.value, index)
             if from_inputs is not None:
                 return from_inputs
+            if self._incoming_gradients(value.value):
+                return Kind.TENSOR  # ``grad_outputs[0]``: one gradient, a tensor (or None)
         receiver = self._kind(value)
         if receiver is None:
             return None
         return Kind.TENSOR if receiver is Kind.TENSOR else Kind.UNKNOWN
+
+    def _incoming_gradients(self, name: str) -> bool:
+        """``name`` is the ``*grad_outputs`` parameter of backward, vjp or jvp, never rebound: its elements
+        are the gradients (tangents) autograd passes, each a tensor or None."""
+        signature = self.method.signature
+        if self.role not in ("backward", "vjp", "jvp") or signature is None or signature.vararg is None:
+            return False
+        return signature.vararg.name == name and name not in self.facts.bindings
 
     def helper(self, func: cst.BaseExpression) -> Optional["HelperSignature"]:
         """The signature of the same-module function ``func`` names: ``helper`` or ``Cls.helper`` (a

@@ -112,11 +112,11 @@ def test_agf131_compile_error_of_the_contract_case() -> None:
 
 UNDECLARED: Dict[str, Tuple[Callable[[], Tuple[Any, ...]], int]] = {
     # op name -> (arguments, index of the argument written)
-    "relu_": (lambda: (_t() - 1.0,), 0),
-    "drop_negative": (lambda: (_t() - 1.0,), 0),
+    "relu_": (lambda: (_t() - 2.0,), 0),  # every element negative: the write always shows
+    "drop_negative": (lambda: (_t() - 2.0,), 0),
     "add_bias": (lambda: (_t(), _t()), 0),
     "add_into": (lambda: (_t(), _t(), torch.zeros(2, 3)), 2),
-    "gelu_tail": (lambda: (_t() - 1.0,), 0),
+    "gelu_tail": (lambda: (_t() - 2.0,), 0),
     "swap_into": (lambda: (_t(), _t() + 5.0), 1),
     "reset_stats": (lambda: (_t(), _t()), 1),
     "fill_weight": (lambda: (torch.zeros(3, 3), _t()), 0),

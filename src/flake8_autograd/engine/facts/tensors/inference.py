@@ -559,11 +559,16 @@ class TensorInference:
             )
         return self._forward_inference
 
-    def _setup_context_input(self, name: str, index: int) -> Optional[Kind]:
+    def _setup_context_parameter(self, name: str, position: int) -> bool:
+        """``name`` is setup_context's parameter at ``position`` (1: forward's inputs, 2: its output), never
+        rebound."""
         signature = self.method.signature
-        if self.role != "setup_context" or signature is None or len(signature.positional) < 2:
-            return None
-        if name != signature.positional[1].name or name in self.facts.bindings:
+        if self.role != "setup_context" or signature is None or len(signature.positional) <= position:
+            return False
+        return name == signature.positional[position].name and name not in self.facts.bindings
+
+    def _setup_context_input(self, name: str, index: int) -> Optional[Kind]:
+        if not self._setup_context_parameter(name, 1):
             return None
         forward = self._forward()
         # ``inputs[i]`` holds forward's i-th input as the class means them (a leftover ctx is not one).
@@ -573,10 +578,7 @@ class TensorInference:
         return forward._name_kind(inputs.params[index].name) or Kind.UNKNOWN
 
     def _setup_context_output(self, name: str, index: int) -> Optional[Kind]:
-        signature = self.method.signature
-        if self.role != "setup_context" or signature is None or len(signature.positional) < 3:
-            return None
-        if name != signature.positional[2].name or name in self.facts.bindings:
+        if not self._setup_context_parameter(name, 2):
             return None
         elements = self._forward_return_elements()
         if elements is None or index >= len(elements):

@@ -389,11 +389,41 @@ def test_the_fact_readers_and_scope_tests_see_every_node_an_isinstance_test_woul
     class a parse yields is known to be a node."""
     from flake8_autograd.engine.syntax import walk as walk_module
 
-    looked_up = set(body_facts_module._FACT_READERS) | set(walk_module._SCOPE_TYPES) | {cst.IndentedBlock}
+    from flake8_autograd.engine.facts.tensors import inference as inference_module
+
+    looked_up = (
+        set(body_facts_module._FACT_READERS) | set(walk_module.SCOPE_TYPES) | set(walk_module._ENDING_TYPES)
+        | set(inference_module._LITERAL_TYPES)
+        | {cst.IndentedBlock, cst.SimpleStatementLine, cst.Assert, cst.Subscript, cst.Call, cst.Expr, cst.Assign}
+    )
     assert {cls.__name__ for cls in looked_up if cls.__subclasses__()} == set()
     for path in fixture_paths():
         module = cst.parse_module(path.read_text(encoding="utf-8"))
         assert {type(node) for node in walk(module)} <= walk_module.NODE_TYPES
+
+
+def test_children_leave_out_only_fields_that_never_hold_a_node() -> None:
+    """``children`` reads each node type's fields through a reader built once, without the fields declared as
+    text or flags: on every node of every fixture it gives what reading every child field gives."""
+    from flake8_autograd.engine.syntax import walk as walk_module
+
+    def every_field(node: cst.CSTNode) -> List[cst.CSTNode]:
+        found: List[cst.CSTNode] = []
+        for name in walk_module._child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                found.append(value)
+            elif isinstance(value, (tuple, list)):
+                found.extend(item for item in value if isinstance(item, cst.CSTNode))
+        return found
+
+    checked = 0
+    for path in fixture_paths():
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        for node in walk(module):
+            assert walk_module.children(node) == every_field(node), type(node).__name__
+            checked += 1
+    assert checked > 10_000
 
 
 def test_the_facts_of_a_body_are_read_from_every_kind_of_statement() -> None:
@@ -554,3 +584,22 @@ def keep(x):
     assert "AGF003" not in [finding.code for finding in lint(source, preview=True)]
     uncalled = source.replace("    return (Keep\n            .apply(x, 4))", "    return x")
     assert "AGF003" in [finding.code for finding in lint(uncalled, preview=True)]
+
+
+@pytest.mark.parametrize(
+    "source, named",
+    [
+        ("y = Scale.apply(\n    x,\n    2.0,\n)\n", False),  # a call over several lines: read up to its end
+        ("y = (x\n) + Scale.apply(x, 2.0)\n", False),  # the last line of an expression opened above
+        ("y = Scale()(\n    x,\n)\n", True),  # instantiated: a direct use
+        ("fns = (Scale,\n        Scale.apply)\n", True),
+        ('doc = """\nScale\n"""\n', True),  # inside a string, tokenized alone: cannot tell, counted
+    ],
+)
+def test_the_walk_for_direct_uses_is_skipped_only_when_every_mention_is_an_apply(source: str, named: bool) -> None:
+    from flake8_autograd.engine.analysis.module_analysis import _named_besides_apply
+    from flake8_autograd.engine.discovery.functions import Discovery
+
+    text = "import torch\n\nclass Scale(torch.autograd.Function):\n    pass\n\n" + source
+    discovery = Discovery(ast.parse(text), "m.py")
+    assert _named_besides_apply(text.splitlines(keepends=True), discovery) is named

@@ -61,14 +61,24 @@ def _named_besides_apply(lines: Sequence[str], discovery: Discovery) -> bool:
     return False
 
 
+_LAYOUT_TOKENS = frozenset(
+    {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER, tokenize.COMMENT}
+)
+
+
 def _names_in_code(line: str, names: Set[str]) -> bool:
     """Whether ``line``, tokenized alone, holds one of ``names`` as code other than ``Name.apply`` or
-    ``class Name``."""
+    ``class Name``. A line that opens a bracket it does not close (``x = Cls.apply(``, the first line
+    of a call written over several) is read up to its end: every token of it was read by then."""
+    tokens: List[tokenize.TokenInfo] = []
     try:
-        tokens = [token for token in tokenize.generate_tokens(io.StringIO(line).readline)
-                  if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                                        tokenize.ENDMARKER, tokenize.COMMENT)]
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type not in _LAYOUT_TOKENS:
+                tokens.append(token)
+    except tokenize.TokenError as error:
+        if "multi-line statement" not in str(error.args[0] if error.args else ""):
+            return True  # inside a string, or not code alone: who knows what it names
+    except (SyntaxError, IndentationError):
         return True
     for index, token in enumerate(tokens):
         if token.type != tokenize.NAME or token.string not in names:

@@ -21,7 +21,7 @@ import libcst as cst
 from ..models.body_facts import Binding, constant_index
 from .tensor_kinds import Kind
 from .tensors.inference import TensorInference
-from ..syntax.walk import cst_dotted, walk_scope
+from ..syntax.walk import cst_dotted
 
 # Past this many steps of one question the answer is no: the recursion stays far from Python's limit.
 MAX_DEPTH = 50
@@ -606,19 +606,16 @@ def _index_names(inference: TensorInference) -> FrozenSet[str]:
 def _find_index_names(inference: TensorInference) -> Set[str]:
     """Names the method's body uses as an index: ``x[name]``, ``x[name, :]``, or the index argument of
     ``index_select``, ``gather``, ``take``, ``scatter``, ... (bare, by keyword, or as a tensor method)."""
-    node = inference.method.node
     found: Set[str] = set()
-    if node is None:
-        return found
-    for child in walk_scope(node.body):
-        if isinstance(child, cst.Subscript):
+    for child in inference.method.nodes_of(cst.Subscript, cst.Call):
+        if type(child) is cst.Subscript:
             for element in child.slice:
                 index = element.slice
                 root = _root_name(index.value) if isinstance(index, cst.Index) and index.star is None else None
                 if root is not None:
                     found.add(root)
-        elif isinstance(child, cst.Call):
-            name = _index_argument_name(child, inference)
+        else:
+            name = _index_argument_name(child, inference)  # type: ignore[arg-type]
             if name is not None:
                 found.add(name)
     return found

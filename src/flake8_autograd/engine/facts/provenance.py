@@ -194,7 +194,7 @@ class Provenance:
             return []
         if self._dropped is None:
             dropped: Set[cst.Call] = set()
-            for statement in self.method.body_nodes():
+            for statement in self.method.nodes_of(cst.Expr, cst.Assign):
                 value: Optional[cst.BaseExpression] = None
                 if isinstance(statement, cst.Expr):
                     value = statement.value
@@ -644,7 +644,7 @@ def _spans(method: Method) -> Tuple[Dict[cst.CSTNode, Tuple[int, int]], Dict[cst
             continue
         if loop is None and isinstance(node, (cst.For, cst.While)):
             loop = node
-        stack.extend((child, loop, False) for child in reversed(list(children(node))))
+        stack.extend((child, loop, False) for child in reversed(children(node)))
     return spans, outer_loops
 
 

@@ -15,7 +15,7 @@ import libcst as cst
 from ..discovery.functions import MAX_LOCAL_DEPTH, ClassSite
 from .body_facts import BodyFacts, collect_facts
 from ..syntax.source import Segment
-from ..syntax.walk import SCOPE_NODES, Settle, children, cst_dotted, walk, walk_scope, walk_scope_spans
+from ..syntax.walk import SCOPE_TYPES, Settle, children, cst_dotted, walk, walk_scope, walk_scope_spans
 
 # The methods of the autograd contract, in the order a reader expects them.
 CONTRACT_METHODS = ("forward", "setup_context", "backward", "vjp", "jvp", "vmap")
@@ -143,7 +143,7 @@ class Method:
         if self._order is None:
             self._order = {id(each): index for index, each in enumerate(nodes)}
         start = self._order.get(id(node))
-        if start is None or isinstance(node, SCOPE_NODES):
+        if start is None or type(node) in SCOPE_TYPES:
             return None
         return start, self._subtree_ends[start]
 

@@ -115,6 +115,12 @@ class ModuleScopes:
             node, scope = pending.pop()
             if wanted(node):
                 self.found.append((node, scope))
+            kind = type(node)
+            if kind not in _BINDING_TYPES:
+                # Most nodes bind nothing and open no scope: queue their children, in field order.
+                for child in reversed(_ast_children(node)):
+                    pending.append((child, scope))
+                continue
             if isinstance(node, ast.Name):
                 if not isinstance(node.ctx, ast.Load):
                     scope.bind(node.id, node)  # assignment, for/with/comprehension target, del
@@ -215,6 +221,32 @@ class ModuleScopes:
         push(inside, inner)
         if generators:
             push([generators[0].iter], scope)
+
+
+# Every node class the walk reads for more than its children: what binds a name, opens a scope or
+# declares one (``global``). An ``ast.Name`` in a load only reads, but the walk looks at its ``ctx``.
+_BINDING_TYPES = frozenset(
+    {ast.Name, *_FUNCTIONS, ast.Lambda, ast.ClassDef, *_COMPREHENSIONS, ast.NamedExpr, ast.Global, ast.Nonlocal,
+     ast.Import, ast.ImportFrom, ast.ExceptHandler, *_CAPTURES, *_MAPPING_PATTERN}
+)
+_FIELDS_BY_TYPE: Dict[type, Tuple[str, ...]] = {}
+
+
+def _ast_children(node: ast.AST) -> List[ast.AST]:
+    """``list(ast.iter_child_nodes(node))`` without the children that hold nothing: expression contexts and
+    operators (``Load``, ``Add``), which have no fields, bind nothing and hold no node."""
+    kind = type(node)
+    fields = _FIELDS_BY_TYPE.get(kind)
+    if fields is None:
+        fields = _FIELDS_BY_TYPE[kind] = tuple(kind._fields)
+    found: List[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            found.extend([item for item in value if isinstance(item, ast.AST) and item._fields])
+        elif isinstance(value, ast.AST) and value._fields:
+            found.append(value)
+    return found
 
 
 def _arguments(arguments: ast.arguments) -> List[ast.arg]:

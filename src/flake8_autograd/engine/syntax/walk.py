@@ -8,6 +8,8 @@ punctuation fields, and caches the field list per node type.
 from __future__ import annotations
 
 import dataclasses
+import operator
+import typing
 from typing import Callable, Dict, FrozenSet, Hashable, Iterator, List, Optional, Tuple, Type
 
 import libcst as cst
@@ -60,7 +62,8 @@ def _node_classes(root: type) -> FrozenSet[type]:
 # cst.CSTNode)`` is a call into the abstract base class machinery, and the walks below ask it of
 # every field of every node.
 NODE_TYPES = _node_classes(cst.CSTNode)
-_SCOPE_TYPES = frozenset(SCOPE_NODES)
+SCOPE_TYPES = frozenset(SCOPE_NODES)  # the same, for ``type(node) in SCOPE_TYPES``
+_ENDING_TYPES = frozenset({cst.Return, cst.Raise})
 
 
 def _child_fields(node_type: Type[cst.CSTNode]) -> Tuple[str, ...]:
@@ -75,16 +78,59 @@ def _child_fields(node_type: Type[cst.CSTNode]) -> Tuple[str, ...]:
     return fields
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The direct child nodes of ``node`` that can hold code (not whitespace or punctuation)."""
-    for name in _child_fields(type(node)):
-        value = getattr(node, name)
-        if type(value) in NODE_TYPES:
-            yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if type(item) in NODE_TYPES:
-                    yield item
+def _holds_no_node(hint: object) -> bool:
+    """Whether a field declared ``hint`` can never hold a node: text, a flag, a quote character."""
+    return hint in (str, bool, int, Optional[str]) or typing.get_origin(hint) is typing.Literal
+
+
+def _children_reader(node_type: Type[cst.CSTNode]) -> Callable[[cst.CSTNode], List[cst.CSTNode]]:
+    """A function listing the children of a ``node_type`` node: its child fields read in one C call,
+    fields that only ever hold text or flags (``Name.value``) left out. The walks below call it for every
+    node they pass, so it is built once per node type."""
+    try:
+        hints = typing.get_type_hints(node_type)
+    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved: read every child field
+        hints = {}
+    fields = tuple(name for name in _child_fields(node_type) if not _holds_no_node(hints.get(name)))
+    node_types = NODE_TYPES
+    if not fields:
+        return lambda node: []
+    if len(fields) == 1:
+        read_one = operator.attrgetter(fields[0])
+
+        def one_field(node: cst.CSTNode) -> List[cst.CSTNode]:
+            value = read_one(node)
+            if type(value) in node_types:
+                return [value]
+            if type(value) is tuple or type(value) is list:
+                return [item for item in value if type(item) in node_types]
+            return []
+
+        return one_field
+    read_all = operator.attrgetter(*fields)
+
+    def several_fields(node: cst.CSTNode) -> List[cst.CSTNode]:
+        found: List[cst.CSTNode] = []
+        for value in read_all(node):
+            if type(value) in node_types:
+                found.append(value)
+            elif type(value) is tuple or type(value) is list:
+                found.extend([item for item in value if type(item) in node_types])
+        return found
+
+    return several_fields
+
+
+_readers: Dict[type, Callable[[cst.CSTNode], List[cst.CSTNode]]] = {}
+
+
+def children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The direct child nodes of ``node`` that can hold code (not whitespace or punctuation), in field
+    order, as a new list the caller may change."""
+    reader = _readers.get(type(node))
+    if reader is None:
+        reader = _readers[type(node)] = _children_reader(type(node))
+    return reader(node)
 
 
 def walk_scope(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -93,16 +139,16 @@ def walk_scope(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     The nested scope node itself is yielded (its name and decorators are evaluated in this scope),
     but not its body.
     """
-    stack = list(children(root))
+    stack = children(root)
     if type(root) is cst.IndentedBlock:
         stack = _reachable(stack)
     stack.reverse()
     while stack:
         node = stack.pop()
         yield node
-        if type(node) in _SCOPE_TYPES:
+        if type(node) in SCOPE_TYPES:
             continue
-        kids = list(children(node))
+        kids = children(node)
         if type(node) is cst.IndentedBlock:
             kids = _reachable(kids)
         kids.reverse()
@@ -134,9 +180,9 @@ def walk_scope_spans(
         index = len(nodes)
         nodes.append(node)
         ends.append(index + 1)
-        if type(node) in _SCOPE_TYPES:
+        if type(node) in SCOPE_TYPES:
             continue
-        kids: List[cst.CSTNode] = list(children(node))
+        kids: List[cst.CSTNode] = children(node)
         if not kids:
             continue
         if type(node) is cst.IndentedBlock:
@@ -163,8 +209,10 @@ def _reachable(statements: List[cst.CSTNode]) -> List[cst.CSTNode]:
     ``assert None``): what follows never runs (a leftover ``return`` after the real one must not count
     as one)."""
     for index, statement in enumerate(statements):
-        if isinstance(statement, cst.SimpleStatementLine) and any(
-            isinstance(small, (cst.Return, cst.Raise)) or (isinstance(small, cst.Assert) and _falsy(small.test))
+        if type(statement) is not cst.SimpleStatementLine:
+            continue  # exact types: an ``isinstance`` of a libcst class that fails calls into its ABC
+        if any(
+            type(small) in _ENDING_TYPES or (type(small) is cst.Assert and _falsy(small.test))
             for small in statement.body
         ):
             return statements[: index + 1]
@@ -181,7 +229,7 @@ def _falsy(test: cst.BaseExpression) -> bool:
 
 def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node below ``root`` in pre-order, nested scopes included."""
-    stack = list(children(root))
+    stack = children(root)
     while stack:
         node = stack.pop()
         yield node

@@ -21,7 +21,7 @@ from .gradient_paths import gradient_branch
 from ...models.class_model import Method
 from ..tensor_kinds import Kind
 from ..tensors.inference import TensorInference
-from ...syntax.walk import walk_scope
+from ...syntax.walk import children, walk_scope
 
 # The ctx calls that fill ``saved_tensors`` (backward sees the first, jvp the second; both count as a save
 # for either, so the facts never report a path that saves through the other one).
@@ -322,7 +322,7 @@ def _reads_flag(test: cst.CSTNode, flags: FrozenSet[str], depth: int) -> bool:
         return any(_reads_flag(arg.value, flags, depth + 1) for arg in test.args)
     if isinstance(test, (cst.Lambda, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
         return True  # a scope of its own: not followed, taken as a flag
-    return any(_reads_flag(child, flags, depth + 1) for child in test.children)
+    return any(_reads_flag(child, flags, depth + 1) for child in children(test))
 
 
 def _has_return(method: Method, node: cst.CSTNode) -> bool:

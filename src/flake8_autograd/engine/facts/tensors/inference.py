@@ -59,11 +59,16 @@ MAX_DEPTH = 100
 GivenGradients = Callable[[ClassModel, ImportTable], FrozenSet[str]]
 
 
+_LITERAL_TYPES = frozenset(
+    {cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString}
+)
+
+
 def _is_literal(node: cst.BaseExpression) -> bool:
-    return isinstance(
-        node,
-        (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
-    ) or (isinstance(node, cst.Name) and node.value in ("True", "False"))
+    kind = type(node)
+    if kind is cst.Name:
+        return node.value in ("True", "False")  # type: ignore[attr-defined]
+    return kind in _LITERAL_TYPES
 
 
 class _Budget:

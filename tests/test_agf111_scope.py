@@ -136,8 +136,8 @@ def test_a_class_type_parameter_is_seen_from_its_methods(parameter: str, reporte
     source = FN + "class Other:\n    def m(self, x):\n        return Fn()(x)\n"
     tree = ast.parse(source)
     _as_if_generic(tree, "Other", parameter)
-    scopes = ModuleScopes(tree, lambda node: isinstance(node, ast.Call) and isinstance(node.func, ast.Call))
-    ((_call, scope),) = scopes.found
+    scopes = ModuleScopes(tree, frozenset({ast.Call}))
+    ((_call, scope),) = [(node, scope) for node, scope in scopes.found if isinstance(node.func, ast.Call)]
     assert (scopes.resolve(scope, "Fn") is scopes.module) is reported
     lines = source_lines(source)
     found = check_module(tree, lines, "example.py", Settings(preview=True))

@@ -117,6 +117,7 @@ def _drop(site: ClassSite, builder: "_ModelBuilder", analysis: Analysis) -> None
     dropped = builder.forget(site)
     if dropped is not None:
         analysis.forget(dropped)
+        dropped.release()
 
 
 @contextmanager

@@ -54,9 +54,12 @@ def _named_besides_apply(lines: Sequence[str], discovery: Discovery) -> bool:
     names = {site.name for site in discovery.function_classes}
     if not names:
         return False
-    mention = re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")\b")
+    spelled = "|".join(re.escape(name) for name in sorted(names))
+    mention = re.compile(r"(?<![\w.])(?:" + spelled + r")\b")
+    # What tokenizing would pass over anyway: ``Cls.apply`` and ``class Cls``, each in one line.
+    passed_over = re.compile(r"(?<![\w.])(?:" + spelled + r")\s*\.\s*apply\b|\bclass\s+(?:" + spelled + r")\b")
     for line in lines:
-        if mention.search(line) and _names_in_code(line, names):
+        if mention.search(line) and mention.search(passed_over.sub("", line)) and _names_in_code(line, names):
             return True
     return False
 
@@ -261,7 +264,7 @@ class Analysis:
         """The module's scopes, walked once for the readers that resolve names in it (direct uses, apply
         sites), with every call, assignment and ``with`` found; each reader picks its own among them."""
         if self._module_scopes is None:
-            self._module_scopes = ModuleScopes(self.tree, _scope_walk_keeps)
+            self._module_scopes = ModuleScopes(self.tree, _SCOPE_WALK_KEEPS)
         return self._module_scopes
 
     def direct_use_at(self, site: ClassSite, line: int, byte_column: int) -> Optional[DirectUse]:
@@ -356,9 +359,8 @@ def _ast_nodes(tree: ast.AST) -> List[ast.AST]:
     return nodes
 
 
-def _scope_walk_keeps(node: ast.AST) -> bool:
-    """What the shared scope walk records: everything the readers of :meth:`Analysis.module_scopes` want."""
-    return isinstance(node, (ast.Call, ast.Assign, ast.With, ast.AsyncWith))
+# What the shared scope walk records: everything the readers of :meth:`Analysis.module_scopes` want.
+_SCOPE_WALK_KEEPS: FrozenSet[type] = frozenset({ast.Call, ast.Assign, ast.With, ast.AsyncWith})
 
 
 class _DirectUseReader:

@@ -335,6 +335,15 @@ class ClassModel:
             self.class_attributes[small.target.value] = small.value
             self.class_attribute_statements[small.target.value] = small
 
+    def release(self) -> None:
+        """Let go of everything this model and its methods hold, the class's libcst tree first: a method
+        and its class refer to each other, so without this the tree (thousands of nodes) would wait for
+        Python's cyclic collector, which walks all of it; with it, the tree goes as soon as the last
+        reference does. The model is unusable afterwards: only for a class nothing will read again."""
+        for method in self.own_methods.values():
+            method.__dict__.clear()
+        self.__dict__.clear()
+
     @property
     def mro(self) -> List["ClassModel"]:
         """This class then its local bases, depth first (enough for single-line hierarchies)."""

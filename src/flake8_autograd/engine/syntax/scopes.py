@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 MODULE, CLASS, FUNCTION, COMPREHENSION = "module", "class", "function", "comprehension"
 # The scope of a generic class's or function's type parameters (``class C[T]``, 3.12 on), between it and
@@ -45,9 +45,9 @@ class Scope:
 
 
 class ModuleScopes:
-    """The scopes of one module, and the nodes ``wanted`` picks out, each with the scope it is read in."""
+    """The scopes of one module, and its nodes of the ``wanted`` classes, each with the scope it is read in."""
 
-    def __init__(self, tree: ast.Module, wanted: Callable[[ast.AST], bool]) -> None:
+    def __init__(self, tree: ast.Module, wanted: FrozenSet[type]) -> None:
         self.module = Scope(tree, MODULE, None)
         self.found: List[Tuple[ast.AST, Scope]] = []
         self._bindings: Optional[Dict[Tuple[int, str], List[ast.AST]]] = None
@@ -104,7 +104,7 @@ class ModuleScopes:
         return self._bindings
 
     # -- the walk --------------------------------------------------------------------------------
-    def _walk(self, tree: ast.Module, wanted: Callable[[ast.AST], bool]) -> None:
+    def _walk(self, tree: ast.Module, wanted: FrozenSet[type]) -> None:
         self._scopes: List[Scope] = [self.module]
         pending: List[Tuple[ast.AST, Scope]] = [(statement, self.module) for statement in reversed(tree.body)]
 
@@ -113,9 +113,9 @@ class ModuleScopes:
 
         while pending:
             node, scope = pending.pop()
-            if wanted(node):
-                self.found.append((node, scope))
             kind = type(node)
+            if kind in wanted:
+                self.found.append((node, scope))
             if kind not in _BINDING_TYPES:
                 # Most nodes bind nothing and open no scope: queue their children, in field order.
                 for child in reversed(_ast_children(node)):

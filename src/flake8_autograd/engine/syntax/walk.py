@@ -83,10 +83,14 @@ def _holds_no_node(hint: object) -> bool:
     return hint in (str, bool, int, Optional[str]) or typing.get_origin(hint) is typing.Literal
 
 
-def _children_reader(node_type: Type[cst.CSTNode]) -> Callable[[cst.CSTNode], List[cst.CSTNode]]:
+Reader = Callable[[cst.CSTNode], List[cst.CSTNode]]
+
+
+def _children_reader(node_type: Type[cst.CSTNode]) -> Optional[Reader]:
     """A function listing the children of a ``node_type`` node: its child fields read in one C call,
-    fields that only ever hold text or flags (``Name.value``) left out. The walks below call it for every
-    node they pass, so it is built once per node type."""
+    fields that only ever hold text or flags (``Name.value``) left out; None for a node type that has no
+    other field (``Name``, ``Integer``: a leaf). The walks below ask it for every node they pass, so it is
+    built once per node type."""
     try:
         hints = typing.get_type_hints(node_type)
     except Exception:  # noqa: BLE001 - an annotation that cannot be resolved: read every child field
@@ -94,7 +98,7 @@ def _children_reader(node_type: Type[cst.CSTNode]) -> Callable[[cst.CSTNode], Li
     fields = tuple(name for name in _child_fields(node_type) if not _holds_no_node(hints.get(name)))
     node_types = NODE_TYPES
     if not fields:
-        return lambda node: []
+        return None
     if len(fields) == 1:
         read_one = operator.attrgetter(fields[0])
 
@@ -121,16 +125,21 @@ def _children_reader(node_type: Type[cst.CSTNode]) -> Callable[[cst.CSTNode], Li
     return several_fields
 
 
-_readers: Dict[type, Callable[[cst.CSTNode], List[cst.CSTNode]]] = {}
+_readers: Dict[type, Optional[Reader]] = {}
+
+
+def _reader(node_type: type) -> Optional[Reader]:
+    """The children reader of ``node_type`` (None: a leaf), built on first use."""
+    if node_type not in _readers:
+        _readers[node_type] = _children_reader(node_type)
+    return _readers[node_type]
 
 
 def children(node: cst.CSTNode) -> List[cst.CSTNode]:
     """The direct child nodes of ``node`` that can hold code (not whitespace or punctuation), in field
     order, as a new list the caller may change."""
-    reader = _readers.get(type(node))
-    if reader is None:
-        reader = _readers[type(node)] = _children_reader(type(node))
-    return reader(node)
+    reader = _readers[type(node)] if type(node) in _readers else _reader(type(node))
+    return reader(node) if reader is not None else []
 
 
 def walk_scope(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -171,24 +180,27 @@ def walk_scope_spans(
     if type(root) is cst.IndentedBlock:
         stack = list(_reachable(stack))  # type: ignore[arg-type]
     stack.reverse()
+    readers = _readers
     while stack:
         item = stack.pop()
-        if type(item) is int:
-            ends[item] = len(nodes)  # every node below ``nodes[item]`` has been taken
+        kind = type(item)
+        if kind is int:
+            ends[item] = len(nodes)  # type: ignore[index] # every node below ``nodes[item]`` has been taken
             continue
         node: cst.CSTNode = item  # type: ignore[assignment]
         index = len(nodes)
         nodes.append(node)
         ends.append(index + 1)
-        if type(node) in SCOPE_TYPES:
+        reader = readers[kind] if kind in readers else _reader(kind)
+        if reader is None or kind in SCOPE_TYPES:
             continue
-        kids: List[cst.CSTNode] = children(node)
+        kids = reader(node)
         if not kids:
             continue
-        if type(node) is cst.IndentedBlock:
+        if kind is cst.IndentedBlock:
             kids = _reachable(kids)
-        elif settle is not None and type(node) is cst.If:
-            kids = _taken(node, kids, settle)
+        elif settle is not None and kind is cst.If:
+            kids = _taken(node, kids, settle)  # type: ignore[arg-type]
         stack.append(index)  # popped once the children and everything below them are done
         kids.reverse()
         stack.extend(kids)
@@ -230,10 +242,13 @@ def _falsy(test: cst.BaseExpression) -> bool:
 def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node below ``root`` in pre-order, nested scopes included."""
     stack = children(root)
+    readers = _readers
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(children(node))
+        reader = readers[type(node)] if type(node) in readers else _reader(type(node))
+        if reader is not None:
+            stack.extend(reader(node))
 
 
 def fingerprint(root: cst.CSTNode) -> Tuple[Hashable, ...]:

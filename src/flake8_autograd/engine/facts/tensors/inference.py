@@ -646,6 +646,7 @@ class _Evidence:
         node = inference.method.node
         if node is not None:
             self._walk(node.body)
+        del self._inference  # read only by the walk: kept, it would tie the inference to itself in a cycle
 
     def _walk(self, root: cst.CSTNode) -> None:
         stack: List["cst.CSTNode | str"] = [root]

@@ -395,8 +395,9 @@ def test_the_fact_readers_and_scope_tests_see_every_node_an_isinstance_test_woul
 
     looked_up = (
         set(body_facts_module._FACT_READERS) | set(walk_module.SCOPE_TYPES) | set(walk_module._ENDING_TYPES)
-        | set(inference_module._LITERAL_TYPES)
-        | {cst.IndentedBlock, cst.SimpleStatementLine, cst.Assert, cst.Subscript, cst.Call, cst.Expr, cst.Assign}
+        | set(inference_module._LITERAL_TYPES) | set(inference_module._CONTAINER_TYPES)
+        | {cst.IndentedBlock, cst.SimpleStatementLine, cst.Assert, cst.Subscript, cst.Call, cst.Expr, cst.Assign,
+           cst.Attribute, cst.Name, cst.Dict, cst.Tuple, cst.List}
     )
     assert {cls.__name__ for cls in looked_up if cls.__subclasses__()} == set()
     for path in fixture_paths():

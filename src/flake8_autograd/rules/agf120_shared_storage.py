@@ -118,13 +118,19 @@ def _shared_reads(method: Method, model: ClassModel, analysis: Analysis) -> Set[
     dicts = _module_dicts(analysis)
     found: Set[str] = set()
     for node in method.nodes_of(cst.Attribute, cst.Name, cst.Subscript, cst.Call):
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        kind = type(node)  # only these exact classes: no isinstance through libcst's ABCs
+        if kind is cst.Attribute and isinstance(node.value, cst.Name):  # type: ignore[attr-defined]
+            assert isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
             if node.value.value == model.name and model.name not in local:
                 found.add(f"{model.name}.{node.attr.value}")
-        elif isinstance(node, cst.Name) and (node.value not in local or node.value in declared_global):
-            found.add(node.value)  # a free name is the module's
-        elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value in dicts:
-            found.add(f"{node.value.value}[]")
+        elif kind is cst.Name:
+            assert isinstance(node, cst.Name)
+            if node.value not in local or node.value in declared_global:
+                found.add(node.value)  # a free name is the module's
+        elif kind is cst.Subscript:
+            assert isinstance(node, cst.Subscript)
+            if isinstance(node.value, cst.Name) and node.value.value in dicts:
+                found.add(f"{node.value.value}[]")
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             owner = node.func.value  # CACHE.get(k), CACHE.pop(k)
             if isinstance(owner, cst.Name) and owner.value in dicts and node.func.attr.value in ("get", "pop"):

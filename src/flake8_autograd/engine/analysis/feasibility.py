@@ -167,14 +167,17 @@ class Conditions:
         """Whether ``test`` certainly cannot be settled, seen without generating its code: too large, or
         naming only what the module does not fix (``x is None``, ``grad.dim() == 2``), the most common
         conditions by far. A literal, a constant or an imported name may settle it."""
-        if is_larger_than(test, _MAX_CONDITION_NODES):
-            return True
-        free = [node.value for node in walk(test) if type(node) is cst.Name and node.value not in _LITERAL_NAMES]
+        below: List[cst.CSTNode] = []
+        for node in walk(test):  # one walk, given up on past the size limit
+            below.append(node)
+            if len(below) > _MAX_CONDITION_NODES:
+                return True
+        free = [node.value for node in below if type(node) is cst.Name and node.value not in _LITERAL_NAMES]
         if not free or any(name in self._candidates or self.imports.resolve_name(name) is not None for name in free):
             return False
         # Only what the caller passes, and literals: a literal settles it only as an operand of and/or/not
         # (``DEBUG and x``); compared with something unknown (``x is not None``) it settles nothing.
-        return not any(_bare_literal_operand(node) for node in [test, *walk(test)])
+        return not any(_bare_literal_operand(node) for node in [test, *below])
 
     # --- the module: its names bound exactly once, and the torch it proves --------------------------
 

@@ -92,7 +92,7 @@ class ModuleFacts:
     ) -> None:
         self.tree = tree
         # Without the text, every function is searched for ``global`` statements.
-        self._may_declare_global = lines is None or any(_GLOBAL_STATEMENT.search(line) for line in lines)
+        self._may_declare_global = lines is None or _GLOBAL_STATEMENT.search("".join(lines)) is not None
         self.discovery = discovery
         self.imports: ImportTable = discovery.imports
         self._apply_calls = apply_calls
@@ -407,7 +407,7 @@ def _self_name(function: ast.AST) -> Optional[str]:
 _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 # Where a line may hold a ``global`` statement: at its start or after ``;`` or ``:`` (``def f(): global x``);
 # the word in a comment or a string ("the global mean") mostly does not match.
-_GLOBAL_STATEMENT = re.compile(r"(?:^|[;:])\s*global\b")
+_GLOBAL_STATEMENT = re.compile(r"(?:^|[;:])[^\S\n]*global\b", re.MULTILINE)  # searched in the whole text
 
 
 def _classes_in_functions(tree: ast.Module) -> Set[int]:

@@ -330,6 +330,9 @@ def _buffers_handed_over(value: cst.BaseExpression) -> List[str]:
     """Local names a call receives other than as a bare argument: a part of one (``dkv[:, 0]``, a
     slice of one allocation), or an element of a tuple, list or dict display (``(x, out)``,
     ``{key: dq}``), itself whole or a part."""
+    kind = type(value)  # exact classes, asked of every argument: no isinstance through libcst's ABCs
+    if kind is not cst.Dict and kind is not cst.Tuple and kind is not cst.List and kind is not cst.Subscript:
+        return []  # a bare argument (recorded by the caller) or a call, an operation: no buffer handed over
     elements: List[cst.BaseExpression] = [value]
     if isinstance(value, cst.Dict):
         elements = [element.value for element in value.elements if isinstance(element, cst.DictElement)]

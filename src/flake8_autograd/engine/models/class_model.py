@@ -186,9 +186,8 @@ class Method:
             counts: Counter[str] = Counter()
             if self.node is not None:
                 outside = [each for each in children(self.node) if each is not self.node.body]
-                for node in (*outside, *(inner for each in outside for inner in walk(each)), *self.whole_body()):
-                    if type(node) is cst.Name:
-                        counts[node.value] += 1
+                nodes = [*outside, *(inner for each in outside for inner in walk(each)), *self.whole_body()]
+                counts.update([node.value for node in nodes if type(node) is cst.Name])
             self._name_counts = counts
         return self._name_counts[name]
 

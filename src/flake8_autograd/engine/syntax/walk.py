@@ -309,10 +309,10 @@ def short_code(node: cst.CSTNode, max_length: int = 40) -> Optional[str]:
 def cst_dotted(node: cst.CSTNode) -> Optional[str]:
     """``a.b.c`` for a chain of libcst names and attributes, else None."""
     parts: List[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:  # exact classes: a failing isinstance of a libcst class asks its ABC
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))

@@ -59,6 +59,10 @@ MAX_DEPTH = 100
 GivenGradients = Callable[[ClassModel, ImportTable], FrozenSet[str]]
 
 
+# Displays, comprehensions and lambdas: never a tensor themselves.
+_CONTAINER_TYPES = frozenset(
+    {cst.Tuple, cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda}
+)
 _LITERAL_TYPES = frozenset(
     {cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString}
 )
@@ -221,7 +225,9 @@ class TensorInference:
     def _expression_kind(self, node: cst.BaseExpression) -> Optional[Kind]:  # noqa: C901 - one dispatch table
         if _is_literal(node):
             return Kind.NOT_TENSOR
-        if isinstance(node, cst.Name):
+        kind = type(node)  # exact classes (a parsed tree holds no others): no isinstance through libcst's ABCs
+        if kind is cst.Name:
+            assert isinstance(node, cst.Name)
             if node.value == "None":
                 return Kind.NONE
             narrowed = self._narrowed_kind(node)
@@ -229,15 +235,14 @@ class TensorInference:
                 return narrowed
             reaching = self._reaching_value(node)
             return self._kind(reaching) if reaching is not None else self._name_kind(node.value)
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
-                             cst.GeneratorExp, cst.Lambda)):
+        if kind in _CONTAINER_TYPES:
             return Kind.NOT_TENSOR
-        if isinstance(node, cst.Attribute):
-            return self._attribute_kind(node)
-        if isinstance(node, cst.Call):
-            return self._call_kind(node)
-        if isinstance(node, cst.Subscript):
-            return self._subscript_kind(node)
+        if kind is cst.Attribute:
+            return self._attribute_kind(node)  # type: ignore[arg-type]
+        if kind is cst.Call:
+            return self._call_kind(node)  # type: ignore[arg-type]
+        if kind is cst.Subscript:
+            return self._subscript_kind(node)  # type: ignore[arg-type]
         if isinstance(node, cst.BinaryOperation):
             return self._operands_kind([node.left, node.right])
         if isinstance(node, cst.Comparison):

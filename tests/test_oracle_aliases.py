@@ -38,6 +38,8 @@ AGF109_WRITING = {
     "RotateHalfHelper": (),
     "ShiftHelperInplace": (),
     "NormalizeRowsHelper": (),
+    "RectifyHelper": (),
+    "ClearFirstRowHelper": (),
 }
 AGF109_NOT_WRITING = {
     "ShiftHelperCopy": (),
@@ -48,6 +50,7 @@ AGF109_NOT_WRITING = {
     "ScaleClonedView": (),
     "AddNoResidual": (),
     "ScaleByModeCopy": (),
+    "DoubledHelper": (),
 }
 
 

@@ -477,7 +477,7 @@ class _Helpers:
 
     def _parse(self, name: str) -> Optional[_HelperFunction]:
         source = (self._sources or {}).get(name)
-        if source is None:
+        if source is None or not _may_write(source, self.imports):
             return None
         if syntax_depth_exceeds(source):  # libcst's parser would overflow the C stack on it
             return None
@@ -490,6 +490,30 @@ class _Helpers:
             return None
         helper = _HelperFunction(function, self.imports)
         return helper if helper.writes else None
+
+
+def _may_write(function: ast.FunctionDef, imports: ImportTable) -> bool:
+    """Whether ``function``'s ``ast`` holds anything that can write into a tensor it is handed: an
+    augmented assignment, an assignment into a subscript, a call of an in-place method or function
+    (``x.add_(y)``, ``torch.relu_(x)``, ``relu_`` imported under another name), an ``out=`` or
+    ``inplace=`` argument. Without one, the helper writes none of its arguments, and it is not parsed
+    again to find out."""
+    for node in ast.walk(function):
+        kind = type(node)
+        if kind is ast.AugAssign:
+            return True
+        if kind is ast.Subscript and type(node.ctx) is ast.Store:  # type: ignore[attr-defined]
+            return True
+        if kind is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
+            if type(func) is ast.Attribute and func.attr.endswith("_"):
+                return True
+            if type(func) is ast.Name:
+                if func.id.endswith("_") or (imports.resolve_name(func.id) or "").endswith("_"):
+                    return True
+        if kind is ast.keyword and node.arg in ("out", "inplace"):  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 # One reading of the module's helpers per module, dropped with its Analysis.

@@ -631,3 +631,25 @@ def test_a_checked_class_is_freed_by_reference_counting_not_the_cyclic_collector
         if was_enabled:
             gc.enable()
     assert findings and left == [] and models == []
+
+
+@pytest.mark.parametrize(
+    "text, not_after, found",
+    [
+        ("y = Mul.apply(x)", r"\w", True),
+        ("y = NumpyMul.apply(x)", r"\w", False),  # a longer name: ``Mul`` only inside it
+        ("y = ops.Mul.apply(x)", r"\w", True),  # an attribute of a module may be the class
+        ("y = ops.Mul(x)", r"[\w.]", False),  # a mention, but of another module's name
+        ("y = MulGen.apply(x) + Mul.apply(x)", r"\w", True),  # a name that starts another
+        ("xMul.apply(x); Mul.apply(y)", r"\w", True),  # found after a match in the wrong place
+        ("xMul.apply(x)", r"\w", False),
+    ],
+)
+def test_a_class_name_is_found_only_where_a_name_starts(text: str, not_after: str, found: bool) -> None:
+    import re
+
+    from flake8_autograd.engine.analysis.module_analysis import _starts_a_name
+
+    applied = "apply" in text and not_after == r"\w"
+    pattern = re.compile(r"(?:Mul|MulGen)\s*\.\s*apply\b" if applied else r"(?:Mul|MulGen)\b")
+    assert _starts_a_name(pattern, text, re.compile(not_after)) is found

@@ -30,7 +30,7 @@ import libcst as cst
 from ...core.conventions import TorchVersion
 from ..models.class_model import ClassModel
 from ..syntax.names import ImportTable, ast_dotted
-from ..syntax.walk import is_larger_than, walk
+from ..syntax.walk import cst_dotted, is_larger_than, walk
 
 # A condition larger than this is not read: real guards are short, and the conversion to ``ast``
 # must stay cheap and far from Python's recursion limit.
@@ -43,6 +43,9 @@ _VERSION_PARSERS = frozenset(
     {"packaging.version.parse", "packaging.version.Version", "pkg_resources.parse_version"}
 )
 _TYPE_CHECKING = frozenset({"typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING"})
+# Every import whose value the evaluator reads: a condition naming none of them (nor a constant of the
+# module) is settled by its literals alone, or not at all.
+_FIXED_IMPORTS = _TYPE_CHECKING | _TORCH_VERSION_NAMES | _VERSION_PARSERS
 
 # APIs a module cannot use on an older torch, and the release that brought each. A module that uses one
 # where it runs at import (a top-level import, a decorator of a top-level definition, a top-level
@@ -165,19 +168,31 @@ class Conditions:
 
     def _unsettled(self, test: cst.BaseExpression) -> bool:
         """Whether ``test`` certainly cannot be settled, seen without generating its code: too large, or
-        naming only what the module does not fix (``x is None``, ``grad.dim() == 2``), the most common
-        conditions by far. A literal, a constant or an imported name may settle it."""
+        naming only what the module does not fix (``x is None``, ``grad.dim() == 2``, ``x.dtype ==
+        torch.half``), the most common conditions by far. A literal, a constant of the module or an
+        import that fixes a value (``TYPE_CHECKING``, torch's version and what parses it) may settle it;
+        any other import (``torch``) names what only the running program knows."""
         below: List[cst.CSTNode] = []
         for node in walk(test):  # one walk, given up on past the size limit
             below.append(node)
             if len(below) > _MAX_CONDITION_NODES:
                 return True
         free = [node.value for node in below if type(node) is cst.Name and node.value not in _LITERAL_NAMES]
-        if not free or any(name in self._candidates or self.imports.resolve_name(name) is not None for name in free):
+        if not free or any(name in self._candidates for name in free):
+            return False
+        if any(self._names_a_fixed_import(node) for node in [test, *below]):
             return False
         # Only what the caller passes, and literals: a literal settles it only as an operand of and/or/not
         # (``DEBUG and x``); compared with something unknown (``x is not None``) it settles nothing.
         return not any(_bare_literal_operand(node) for node in [test, *below])
+
+    def _names_a_fixed_import(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` is a name or dotted name standing for an import the evaluator reads a value
+        from (``TYPE_CHECKING``, ``torch.__version__``, ``packaging.version.parse``)."""
+        if type(node) is not cst.Name and type(node) is not cst.Attribute:
+            return False
+        dotted = cst_dotted(node)
+        return dotted is not None and self.imports.resolve_dotted(dotted) in _FIXED_IMPORTS
 
     # --- the module: its names bound exactly once, and the torch it proves --------------------------
 

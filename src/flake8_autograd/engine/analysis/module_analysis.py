@@ -55,12 +55,33 @@ def _named_besides_apply(lines: Sequence[str], discovery: Discovery) -> bool:
     if not names:
         return False
     spelled = "|".join(re.escape(name) for name in sorted(names))
-    mention = re.compile(r"(?<![\w.])(?:" + spelled + r")\b")
+    mention = re.compile(r"(?:" + spelled + r")\b")
     # What tokenizing would pass over anyway: ``Cls.apply`` and ``class Cls``, each in one line.
     passed_over = re.compile(r"(?<![\w.])(?:" + spelled + r")\s*\.\s*apply\b|\bclass\s+(?:" + spelled + r")\b")
     for line in lines:
-        if mention.search(line) and mention.search(passed_over.sub("", line)) and _names_in_code(line, names):
+        if not _starts_a_name(mention, line, _WORD_OR_DOT):
+            continue
+        if _starts_a_name(mention, passed_over.sub("", line), _WORD_OR_DOT) and _names_in_code(line, names):
             return True
+    return False
+
+
+_WORD = re.compile(r"\w")
+_WORD_OR_DOT = re.compile(r"[\w.]")
+
+
+def _starts_a_name(pattern: "re.Pattern[str]", text: str, not_after: "re.Pattern[str]") -> bool:
+    """Whether ``pattern`` matches in ``text`` at a place not right after a character ``not_after`` matches.
+
+    The pattern starts with the names themselves, which lets the regular expression engine skip ahead to
+    where a name can start; a lookbehind written first would have it try every position of the text. After
+    a match in the wrong place, the search goes on from the next character."""
+    found = pattern.search(text)
+    while found is not None:
+        start = found.start()
+        if start == 0 or not not_after.match(text, start - 1):
+            return True
+        found = pattern.search(text, start + 1)
     return False
 
 
@@ -247,9 +268,9 @@ class Analysis:
         names = sorted(site.name for site in self.discovery.function_classes)
         if not names:
             return False
-        applied = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in names) + r")\s*\.\s*apply\b")
+        applied = re.compile(r"(?:" + "|".join(re.escape(name) for name in names) + r")\s*\.\s*apply\b")
         # On the whole text: ``Cls`` and ``.apply`` may stand on two lines inside brackets.
-        return bool(applied.search("".join(self.lines))) or _named_besides_apply(self.lines, self.discovery)
+        return _starts_a_name(applied, "".join(self.lines), _WORD) or _named_besides_apply(self.lines, self.discovery)
 
     def direct_uses(self, site: ClassSite) -> List[DirectUse]:
         """The direct uses of the Function class ``site``, in the order of the module."""

@@ -37,6 +37,7 @@ class Place:
     classes: Tuple[ast.ClassDef, ...] = ()  # the classes it is nested in (innermost last)
     nested: bool = False  # inside a function or class body, not at module level
     fallback: bool = False  # inside an ``except`` handler (``except ImportError: Function = object``)
+    in_function: bool = False  # inside a function, at any depth
 
 
 def iter_statements(statements: Sequence[ast.AST]) -> Iterator[Tuple[ast.AST, Place]]:
@@ -47,11 +48,11 @@ def iter_statements(statements: Sequence[ast.AST]) -> Iterator[Tuple[ast.AST, Pl
         yield node, place
         inner = place
         if isinstance(node, ast.ClassDef):
-            inner = Place(place.classes + (node,), True, place.fallback)
+            inner = Place(place.classes + (node,), True, place.fallback, place.in_function)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            inner = Place((), True, place.fallback)  # a class in a function is not reachable as Outer.Inner
+            inner = Place((), True, place.fallback, True)  # a class in a function is not reachable as Outer.Inner
         elif isinstance(node, ast.ExceptHandler):
-            inner = Place(place.classes, place.nested, True)
+            inner = Place(place.classes, place.nested, True, place.in_function)
         for name in _BODY_FIELDS:
             block = getattr(node, name, None)
             if block:
@@ -69,6 +70,7 @@ class ClassSite:
     is_function: bool = False
     local_bases: List["ClassSite"] = field(default_factory=list)
     has_foreign_base: bool = False  # a base that is neither local nor torch's Function
+    in_function: bool = False  # defined inside a function (at any depth): its bare names are read there first
 
     @property
     def name(self) -> str:
@@ -91,7 +93,9 @@ class Discovery:
         for node, place in statements:
             if isinstance(node, ast.ClassDef):
                 qualname = ".".join([c.name for c in place.classes] + [node.name])
-                site = ClassSite(node, qualname, [ast_dotted(base) for base in node.bases])
+                site = ClassSite(
+                    node, qualname, [ast_dotted(base) for base in node.bases], in_function=place.in_function
+                )
                 self.classes.append(site)
                 self._by_name.setdefault(node.name, []).append(site)
                 if qualname != node.name:

@@ -92,13 +92,12 @@ class ModuleFacts:
     ) -> None:
         self.tree = tree
         # Without the text, every function is searched for ``global`` statements.
-        self._may_declare_global = lines is None or _GLOBAL_STATEMENT.search("".join(lines)) is not None
+        self._may_declare_global = lines is None or _may_declare_global("".join(lines))
         self.discovery = discovery
         self.imports: ImportTable = discovery.imports
         self._apply_calls = apply_calls
         self._top_level: Optional[Dict[str, List[ast.stmt]]] = None
         self._signatures: Dict[Tuple[str, str], Optional[HelperSignature]] = {}
-        self._in_functions: Optional[Set[int]] = None
         self._walked: Optional[_Walked] = None
         self._stored_names: Dict[int, FrozenSet[str]] = {}
         self._function_class_nodes: Optional[Set[int]] = None
@@ -119,9 +118,7 @@ class ModuleFacts:
 
     def _sees_module_names(self, where: ClassSite) -> bool:
         """A class inside a function reads a bare name from that function first: not followed."""
-        if self._in_functions is None:
-            self._in_functions = _classes_in_functions(self.tree)
-        return id(where.node) not in self._in_functions
+        return not where.in_function
 
     def _signature(self, key: Tuple[str, str]) -> Optional[HelperSignature]:
         if key in self._signatures:
@@ -410,18 +407,9 @@ _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 _GLOBAL_STATEMENT = re.compile(r"(?:^|[;:])[^\S\n]*global\b", re.MULTILINE)  # searched in the whole text
 
 
-def _classes_in_functions(tree: ast.Module) -> Set[int]:
-    """The class statements that sit, at any depth, inside a function."""
-    found: Set[int] = set()
-    stack: List[Tuple[ast.AST, bool]] = [(statement, False) for statement in tree.body]
-    while stack:
-        node, in_function = stack.pop()
-        if in_function and isinstance(node, ast.ClassDef):
-            found.add(id(node))
-        inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        for name in _BODY_FIELDS:
-            stack.extend((child, inner) for child in getattr(node, name, None) or ())
-    return found
+def _may_declare_global(text: str) -> bool:
+    # The word first: the pattern, tried at every position of the text, costs far more than the word's search.
+    return "global" in text and _GLOBAL_STATEMENT.search(text) is not None
 
 
 def _top_level_bindings(tree: ast.Module, may_declare_global: bool = True) -> Dict[str, List[ast.stmt]]:

@@ -393,11 +393,18 @@ def test_the_fact_readers_and_scope_tests_see_every_node_an_isinstance_test_woul
 
     from flake8_autograd.engine.facts.tensors import inference as inference_module
 
+    from flake8_autograd.engine.facts import memory_and_layout
+    from flake8_autograd.engine.facts.tensors import reaching_bindings
+
     looked_up = (
         set(body_facts_module._FACT_READERS) | set(walk_module.SCOPE_TYPES) | set(walk_module._ENDING_TYPES)
         | set(inference_module._LITERAL_TYPES) | set(inference_module._CONTAINER_TYPES)
+        | set(inference_module._COMPREHENSION_TYPES) | set(memory_and_layout._DISPLAY_TYPES)
+        | reaching_bindings._OWN_SCOPE_TYPES | reaching_bindings._SEQUENCE_TYPES | reaching_bindings._LOOP_TYPES
+        | reaching_bindings._TARGET_HOLDER_TYPES
         | {cst.IndentedBlock, cst.SimpleStatementLine, cst.Assert, cst.Subscript, cst.Call, cst.Expr, cst.Assign,
-           cst.Attribute, cst.Name, cst.Dict, cst.Tuple, cst.List}
+           cst.Attribute, cst.Name, cst.Dict, cst.Tuple, cst.List, cst.For, cst.While, cst.Return, cst.Raise,
+           cst.Break, cst.Continue, cst.Del, cst.AssignTarget, cst.BooleanOperation, cst.UnaryOperation}
     )
     assert {cls.__name__ for cls in looked_up if cls.__subclasses__()} == set()
     for path in fixture_paths():

@@ -329,13 +329,14 @@ def names_read(method: Method) -> FrozenSet[str]:
     not_reads: Set[int] = set()
     reads_all = False
     for node in walk(method.node.body):  # a parent comes before its children
-        if isinstance(node, (cst.Del, cst.AssignTarget)):
-            not_reads.update(_target_names(node.target))
-        elif isinstance(node, cst.Name):
+        kind = type(node)  # exact classes: a failing isinstance of a libcst class asks its ABC
+        if kind is cst.Name:
             if id(node) not in not_reads:
-                read.add(node.value)
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
-            reads_all = reads_all or node.func.value in ("locals", "vars", "eval", "exec")
+                read.add(node.value)  # type: ignore[attr-defined]
+        elif kind is cst.Del or kind is cst.AssignTarget:
+            not_reads.update(_target_names(node.target))  # type: ignore[attr-defined]
+        elif kind is cst.Call and type(node.func) is cst.Name:  # type: ignore[attr-defined]
+            reads_all = reads_all or node.func.value in ("locals", "vars", "eval", "exec")  # type: ignore[attr-defined]
     if reads_all and method.signature is not None:
         params = method.signature.positional + [p for p in (method.signature.vararg, method.signature.kwarg) if p]
         return frozenset(read | {param.name for param in params})

@@ -253,9 +253,11 @@ class Conditions:
 
 def _bare_literal_operand(node: cst.CSTNode) -> bool:
     """``node`` is ``and``/``or``/``not`` with a literal name (``True``, ``False``, ``None``) as an operand."""
-    if isinstance(node, cst.BooleanOperation):
+    if type(node) is cst.BooleanOperation:
+        assert isinstance(node, cst.BooleanOperation)
         operands = [node.left, node.right]
-    elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+    elif type(node) is cst.UnaryOperation and isinstance(node.operator, cst.Not):
+        assert isinstance(node, cst.UnaryOperation)
         operands = [node.expression]
     else:
         return False

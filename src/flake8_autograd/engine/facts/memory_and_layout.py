@@ -43,26 +43,28 @@ _VIEW_METHODS = frozenset(
     "detach narrow select as_strided".split()
 )
 _VIEW_ATTRIBUTES = frozenset({"T", "mT", "data"})
+_DISPLAY_TYPES = frozenset({cst.Tuple, cst.List, cst.Dict})
 
 
 def viewed_name(value: cst.BaseExpression) -> Optional[str]:
     """The local ``value`` is a view of, through at least one view method (``buf.view(-1)``,
     ``buf[:, 0].flatten()``), else None."""
     through_view = False
-    while True:
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
-            value.func.attr.value in _VIEW_METHODS
+    while True:  # exact classes, asked of every argument: no isinstance through libcst's ABCs
+        kind = type(value)
+        if kind is cst.Call and type(value.func) is cst.Attribute and (  # type: ignore[attr-defined]
+            value.func.attr.value in _VIEW_METHODS  # type: ignore[attr-defined]
         ):
-            value = value.func.value
+            value = value.func.value  # type: ignore[attr-defined]
             through_view = True
-        elif isinstance(value, cst.Attribute) and value.attr.value in _VIEW_ATTRIBUTES:
-            value = value.value
+        elif kind is cst.Attribute and value.attr.value in _VIEW_ATTRIBUTES:  # type: ignore[attr-defined]
+            value = value.value  # type: ignore[attr-defined]
             through_view = True
-        elif isinstance(value, cst.Subscript):
-            value = value.value
+        elif kind is cst.Subscript:
+            value = value.value  # type: ignore[attr-defined]
         else:
             break
-    return value.value if through_view and isinstance(value, cst.Name) else None
+    return value.value if through_view and type(value) is cst.Name else None
 
 
 def handed_as_views(method: Method) -> Dict[str, List[cst.Call]]:
@@ -74,7 +76,8 @@ def handed_as_views(method: Method) -> Dict[str, List[cst.Call]]:
             if arg.star:
                 continue
             value = arg.value
-            elements = display_values(value) if isinstance(value, (cst.Tuple, cst.List, cst.Dict)) else [value]
+            displayed = type(value) in _DISPLAY_TYPES
+            elements = display_values(value) if displayed else [value]  # type: ignore[arg-type]
             for element in elements:
                 name = viewed_name(element)
                 if name is not None:

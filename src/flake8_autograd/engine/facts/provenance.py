@@ -401,7 +401,7 @@ class Provenance:
         nested: Set[int] = set()
         for call in calls:
             for node in walk(call):
-                if node is not call and isinstance(node, cst.Call):
+                if node is not call and type(node) is cst.Call:
                     nested.add(id(node))
         found = [call for call in calls if id(call) not in nested]
         self._handed_calls[name] = found
@@ -444,9 +444,11 @@ class Provenance:
         setting it to a constant (``zero_()``)."""
         if self._in_place_calls is None:
             calls: Dict[str, List[cst.Call]] = {}
-            for node in self.method.body_nodes():
-                if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            for node in self.method.nodes_of(cst.Call):
+                assert isinstance(node, cst.Call)
+                if type(node.func) is not cst.Attribute:
                     continue
+                assert isinstance(node.func, cst.Attribute)
                 method = node.func.attr.value
                 if not method.endswith("_") or method.endswith("__") or method in CONSTANT_FILLS:
                     continue
@@ -642,7 +644,7 @@ def _spans(method: Method) -> Tuple[Dict[cst.CSTNode, Tuple[int, int]], Dict[cst
         stack.append((node, loop, True))
         if type(node) in _NESTED_SCOPES:
             continue
-        if loop is None and isinstance(node, (cst.For, cst.While)):
+        if loop is None and (type(node) is cst.For or type(node) is cst.While):
             loop = node
         stack.extend((child, loop, False) for child in reversed(children(node)))
     return spans, outer_loops

@@ -353,14 +353,18 @@ def _buffers_handed_over(value: cst.BaseExpression) -> List[str]:
 def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> None:
     facts.calls.append(call)
     func = call.func
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+    # Exact classes (asked of every call and argument): a failing isinstance of a libcst class asks its ABC.
+    func_on_name = type(func) is cst.Attribute and type(func.value) is cst.Name
+    if func_on_name:
+        assert isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
         method = func.attr.value
         if method.endswith("_") and not method.endswith("__") and method not in _NOT_DATA_IN_PLACE:
             facts.in_place.append(InPlace(func.value.value, call, f".{method}()"))
     for arg in call.args:
         if arg.star:
             continue
-        if isinstance(arg.value, cst.Name):
+        if type(arg.value) is cst.Name:
+            assert isinstance(arg.value, cst.Name)
             facts.filled_by.setdefault(arg.value.value, []).append(call)
             if arg.keyword is not None and arg.keyword.value == "out":
                 facts.in_place.append(InPlace(arg.value.value, call, "out="))
@@ -369,9 +373,10 @@ def _read_call(facts: BodyFacts, call: cst.Call, ctx_name: Optional[str]) -> Non
     if ctx_name is None:
         return
     facts.ctx_arguments += sum(
-        1 for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value == ctx_name
+        1 for arg in call.args if type(arg.value) is cst.Name and arg.value.value == ctx_name
     )
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == ctx_name:
+    if func_on_name and func.value.value == ctx_name:  # type: ignore[attr-defined]
+        assert isinstance(func, cst.Attribute)
         facts.ctx_calls.setdefault(func.attr.value, []).append(call)
         if func.attr.value in ("save_for_backward", "mark_dirty", "save_for_forward", "mark_non_differentiable"):
             for arg in call.args:

@@ -214,11 +214,13 @@ class _PathWalker:
         for small in smalls:
             if self._saves_in(small):
                 live = False  # ``return ctx.save_for_backward(x) or y`` saves before it returns
-            if isinstance(small, cst.Return):
+            kind = type(small)  # exact classes: a failing isinstance of a libcst class asks its ABC
+            if kind is cst.Return:
+                assert isinstance(small, cst.Return)
                 if live and (self.any_return or _returns_value(small)) and self.unsaved_exit is None:
                     self.unsaved_exit = small
                 return False
-            if isinstance(small, (cst.Raise, cst.Break, cst.Continue)):
+            if kind is cst.Raise or kind is cst.Break or kind is cst.Continue:
                 return False  # a loop's state after it is worked out by ``loop``
         return live
 

@@ -14,7 +14,7 @@ import libcst as cst
 from ...models.body_facts import TENSOR_EVIDENCE_ATTRIBUTES, Binding, constant_index as _constant_index
 from ...models.class_model import ClassModel, Method, Param, forward_inputs
 from ...syntax.names import ImportTable
-from ...syntax.walk import children
+from ...syntax.walk import SCOPE_TYPES, children
 from .narrowing import narrowings, proven_by_test
 from .reaching_bindings import (
     COMPREHENSIONS,
@@ -624,6 +624,7 @@ class TensorInference:
 _EVIDENCE_CTX_METHODS = frozenset({"save_for_backward", "save_for_forward", "mark_dirty"})
 # The node classes whose evaluation order is not simply their children's: every other node is looked up
 # by its exact type, since an isinstance chain against libcst's classes is slow (ABC checks).
+_COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
 _ORDERED_KINDS = frozenset(
     COMPREHENSIONS
     + NESTED_SCOPES
@@ -674,11 +675,12 @@ class _Evidence:
                 if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES:  # type: ignore[attr-defined]
                     self._use(node.value.value)  # type: ignore[attr-defined]
             return list(children(node)), []
-        if isinstance(node, COMPREHENSIONS):
+        if kind in _COMPREHENSION_TYPES:
             return [], []
-        if isinstance(node, NESTED_SCOPES):
+        if kind in SCOPE_TYPES:
             return [], ([node.name.value] if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else [])
-        if isinstance(node, cst.Assign):
+        if kind is cst.Assign:
+            assert isinstance(node, cst.Assign)
             return [node.value], [name for target in node.targets for name in target_names(target.target)]
         if isinstance(node, cst.AnnAssign):
             return ([node.value], target_names(node.target)) if node.value is not None else ([], [])

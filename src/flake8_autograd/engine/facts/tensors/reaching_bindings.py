@@ -97,6 +97,12 @@ def _names_bound_by(node: cst.CSTNode) -> List["cst.CSTNode | str"]:
 # Nodes whose children run in sequence, one after the other: statements of a block, small statements of a line.
 _SEQUENCES = (cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
 _LOOPS = (cst.For, cst.While)
+# The same classes, for ``type(node) in``; none of them has a subclass.
+_OWN_SCOPE_TYPES = frozenset(COMPREHENSIONS + NESTED_SCOPES)
+_SEQUENCE_TYPES = frozenset(_SEQUENCES)
+_LOOP_TYPES = frozenset(_LOOPS)
+_VALUE_THEN_TARGET_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.NamedExpr})
+_TARGET_HOLDER_TYPES = frozenset({cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.AssignTarget})
 
 
 # Nodes inside an expression, which bind no name but by a walrus.
@@ -171,9 +177,11 @@ class ReachingBindings:
         current: cst.CSTNode = use
         while True:
             parent = self._parents.get(id(current))
-            if parent is None or parent is self._function or isinstance(parent, COMPREHENSIONS + NESTED_SCOPES):
+            kind = type(parent)  # exact classes first: a failing isinstance of a libcst class asks its ABC
+            if parent is None or parent is self._function or kind in _OWN_SCOPE_TYPES:
                 return None
-            if isinstance(parent, _SEQUENCES):
+            if kind in _SEQUENCE_TYPES:
+                assert isinstance(parent, _SEQUENCES)
                 items: Sequence[cst.CSTNode] = parent.body
                 position = next((index for index, item in enumerate(items) if item is current), None)
                 if position is None:
@@ -184,11 +192,12 @@ class ReachingBindings:
                         return rebound
                     if self._binds(earlier, name):
                         return None
-            elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and current is parent.value:
+            elif kind in _VALUE_THEN_TARGET_TYPES and current is parent.value:  # type: ignore[attr-defined]
                 pass  # the value is read before the targets are bound
-            elif isinstance(parent, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.AssignTarget)):
+            elif kind in _TARGET_HOLDER_TYPES:
                 return None  # the use is (in) a target
-            elif isinstance(parent, _LOOPS):
+            elif kind in _LOOP_TYPES:
+                assert isinstance(parent, _LOOPS)
                 if self._binds(parent, name):
                     return None  # a binding later in the loop reaches this use on the next iteration
             elif isinstance(parent, _EXPRESSION_PARTS) and not self._walrus:

@@ -40,6 +40,7 @@ AGF109_WRITING = {
     "NormalizeRowsHelper": (),
     "RectifyHelper": (),
     "ClearFirstRowHelper": (),
+    "ClearThroughViewHelper": (),
 }
 AGF109_NOT_WRITING = {
     "ShiftHelperCopy": (),
@@ -51,6 +52,7 @@ AGF109_NOT_WRITING = {
     "AddNoResidual": (),
     "ScaleByModeCopy": (),
     "DoubledHelper": (),
+    "RememberHelper": (),
 }
 
 

@@ -494,19 +494,37 @@ class _Helpers:
 
 def _may_write(function: ast.FunctionDef, imports: ImportTable) -> bool:
     """Whether ``function``'s ``ast`` holds anything that can write into a tensor it is handed: an
-    augmented assignment, an assignment into a subscript, a call of an in-place method or function
-    (``x.add_(y)``, ``torch.relu_(x)``, ``relu_`` imported under another name), an ``out=`` or
-    ``inplace=`` argument. Without one, the helper writes none of its arguments, and it is not parsed
-    again to find out."""
-    for node in ast.walk(function):
+    augmented assignment or an assignment into a subscript, or a call of an in-place method, each on a
+    parameter or a local (``x[0] = 1``, ``t += 1``, ``x.add_(y)``; a global such as a cache of streams is
+    no parameter); a call of an in-place function (``torch.relu_(x)``, ``relu_`` imported under another
+    name), an ``out=`` or ``inplace=`` argument. Without one, the helper writes none of its arguments,
+    and it is not parsed again to find out."""
+    nodes = list(ast.walk(function))
+    arguments = function.args
+    # What a name can hold an argument through: a parameter, or a local it was bound to; not a global.
+    locals_ = {each.arg for each in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    locals_.update(each.arg for each in (arguments.vararg, arguments.kwarg) if each is not None)
+    for node in nodes:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            locals_.add(node.id)
+    for node in nodes:
+        if isinstance(node, ast.Global):
+            locals_.difference_update(node.names)
+
+    def may_hold_an_argument(target: ast.expr) -> bool:
+        root = _ast_root(target)
+        return root is None or root in locals_
+
+    for node in nodes:
         kind = type(node)
-        if kind is ast.AugAssign:
+        if kind is ast.AugAssign and may_hold_an_argument(node.target):  # type: ignore[attr-defined]
             return True
         if kind is ast.Subscript and type(node.ctx) is ast.Store:  # type: ignore[attr-defined]
-            return True
+            if may_hold_an_argument(node):  # type: ignore[arg-type]
+                return True
         if kind is ast.Call:
             func = node.func  # type: ignore[attr-defined]
-            if type(func) is ast.Attribute and func.attr.endswith("_"):
+            if type(func) is ast.Attribute and func.attr.endswith("_") and may_hold_an_argument(func.value):
                 return True
             if type(func) is ast.Name:
                 if func.id.endswith("_") or (imports.resolve_name(func.id) or "").endswith("_"):
@@ -514,6 +532,19 @@ def _may_write(function: ast.FunctionDef, imports: ImportTable) -> bool:
         if kind is ast.keyword and node.arg in ("out", "inplace"):  # type: ignore[attr-defined]
             return True
     return False
+
+
+def _ast_root(node: ast.expr) -> Optional[str]:
+    """The name at the root of ``x``, ``x.a``, ``x[0]``, ``x.view(-1)[0]``; None for anything else."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return None
 
 
 # One reading of the module's helpers per module, dropped with its Analysis.

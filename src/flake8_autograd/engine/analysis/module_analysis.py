@@ -324,10 +324,11 @@ class Analysis:
         return count
 
     def _collect_calls(self) -> Dict[str, List[ApplyCall]]:
-        """One pass over the module's expressions, run only when a rule needs call sites."""
+        """The module's calls and assignments, read from the shared scope walk (which the readers of call
+        sites need anyway), only when a rule needs call sites; in the module's order."""
         calls: Dict[str, List[ApplyCall]] = {}
         aliases: Dict[str, str] = {}  # fn = Cls.apply
-        nodes = _ast_nodes(self.tree)
+        nodes = [node for node, _scope in self.module_scopes().found]
         # ``Cls()(a, b)`` passes its arguments as ``Cls.apply(a, b)`` would (AGF111's fix writes that):
         # the outer call is a call site of the class the inner one instantiates. Which class a name is
         # takes a scope walk, run only for a module that has such a call.
@@ -362,22 +363,6 @@ class Analysis:
             )
             calls.setdefault(owner, []).append(call)
         return calls
-
-
-def _ast_nodes(tree: ast.AST) -> List[ast.AST]:
-    """``list(ast.walk(tree))``, in the same (breadth-first) order, without a generator per node."""
-    nodes: List[ast.AST] = [tree]
-    index = 0
-    while index < len(nodes):
-        node = nodes[index]
-        index += 1
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, ast.AST):
-                nodes.append(value)
-            elif isinstance(value, list):
-                nodes.extend(item for item in value if isinstance(item, ast.AST))
-    return nodes
 
 
 # What the shared scope walk records: everything the readers of :meth:`Analysis.module_scopes` want.

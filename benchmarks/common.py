@@ -275,7 +275,7 @@ def time_command(command: Sequence[str], cwd: Path) -> float:
 _INSTRUCTIONS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 
-def instructions(commands: Dict[str, List[str]], cwd: Path) -> Dict[str, int]:
+def instructions(commands: Dict[str, List[str]], cwd: Path, env: Optional[Dict[str, str]] = None) -> Dict[str, int]:
     """Instructions executed by one run of each command (children included) under valgrind's cachegrind.
 
     The count repeats to about 0.1 % from run to run, where the wall and CPU times of the same run on a
@@ -288,7 +288,7 @@ def instructions(commands: Dict[str, List[str]], cwd: Path) -> Dict[str, int]:
     ]
     running = {
         name: subprocess.Popen(
-            valgrind + command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env()
+            valgrind + command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or child_env()
         )
         for name, command in commands.items()
     }

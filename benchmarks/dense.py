@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
+import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from benchmarks.common import Row, Spread, log, ratios
+from benchmarks.common import CHECKOUT, Row, Spread, child_env, instructions, log, ratios
 from benchmarks.inprocess import DENSE_SHARE, FunctionFile, checker_runner, function_files, parse_floor, timed
 
 SECTIONS: Tuple[str, ...] = ("dense",)
@@ -17,7 +19,44 @@ TARGET_DENSE = 1.5
 
 def measure(args: argparse.Namespace, corpus: Path) -> Dict[str, Any]:
     log("dense: the plugin's per-file work vs libcst.parse_module of the file")
-    return section_dense(corpus, args.rounds)
+    measured = section_dense(corpus, args.rounds)
+    # Six runs under valgrind take minutes: not in a smoke run.
+    measured["instructions"] = None if getattr(args, "quick", False) else dense_instructions(corpus)
+    return measured
+
+
+def dense_instructions(corpus: Path) -> Optional[Dict[str, int]]:
+    """Instructions executed (valgrind) by one run over the Function-dense files of each of the parse, the
+    plugin by default and with preview: what a change costs, free of the load of a shared machine. Each is
+    the difference between three runs and one in a process that has read the files and run each step once,
+    so that imports and start-up cancel out; string hashing is fixed, so that the count repeats."""
+    if shutil.which("valgrind") is None:
+        return None
+    log("dense: the same in instructions executed (valgrind), three steps side by side, run 1 and 3 times")
+    env = {**child_env(), "PYTHONHASHSEED": "0"}
+    commands = {
+        f"{step} {repeats}": [sys.executable, "-m", "benchmarks.dense", "--count", step, str(repeats), str(corpus)]
+        for step in ("parse", "default", "preview")
+        for repeats in (1, 3)
+    }
+    counts = instructions(commands, CHECKOUT, env)
+    return {step: (counts[f"{step} 3"] - counts[f"{step} 1"]) // 2 for step in ("parse", "default", "preview")}
+
+
+def _count_main(step: str, repeats: int, corpus: Path) -> None:
+    """What ``dense_instructions`` runs under valgrind: ``step`` over the Function-dense files, ``repeats``
+    times after one warm-up."""
+    files = [item for item in function_files(corpus) if item.dense]
+    runner = checker_runner(step == "preview")
+    for item in files:
+        runner(item.tree, item.lines, str(item.path))
+        parse_floor(item.text)
+    for _ in range(repeats):
+        for item in files:
+            if step == "parse":
+                parse_floor(item.text)
+            else:
+                runner(item.tree, item.lines, str(item.path))
 
 
 def section_dense(corpus: Path, rounds: int) -> Dict[str, Any]:
@@ -113,6 +152,14 @@ def report_rows(measured: Dict[str, Any]) -> List[Row]:
         rows.append(
             Row(f"2. all {dense['files']} files with Function classes{label}: plugin / parse", spread.ratio_text())
         )
+    counted = dense.get("instructions")
+    if counted:
+        rows.append(
+            Row(
+                f"2. Function-dense files in instructions (valgrind), plugin / parse ({counted['parse'] / 1e6:,.0f} M)",
+                f"{counted['default'] / counted['parse']:.3f}x; preview {counted['preview'] / counted['parse']:.3f}x",
+            )
+        )
     return rows
 
 
@@ -135,3 +182,8 @@ def dense_table(dense: Dict[str, Any]) -> str:
             f"| {row['preview_ratio']:.2f} |"
         )
     return "\n".join(lines)
+
+
+if __name__ == "__main__":  # the counted runs of dense_instructions
+    if len(sys.argv) == 5 and sys.argv[1] == "--count":
+        _count_main(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))

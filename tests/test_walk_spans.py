@@ -95,12 +95,15 @@ def test_spans_take_no_stack_on_deep_code(depth: int) -> None:
     assert ends[0] == len(nodes)  # the one line holds everything
 
 
-def test_module_node_list_is_ast_walk_in_order() -> None:
-    from flake8_autograd.engine.analysis.module_analysis import _ast_nodes
+def test_the_scope_walk_finds_every_call_and_assignment_of_the_module() -> None:
+    """The module's apply call sites are read from the scope walk's calls and assignments: it must find every
+    one an ``ast.walk`` finds, nested functions, classes, lambdas and comprehensions included."""
+    from flake8_autograd.engine.analysis.module_analysis import _SCOPE_WALK_KEEPS
+    from flake8_autograd.engine.syntax.scopes import ModuleScopes
 
     for path in sorted(FIXTURES.rglob("*.py")):
         tree = ast.parse(path.read_text())
-        walked = list(ast.walk(tree))
-        listed = _ast_nodes(tree)
-        assert len(listed) == len(walked)
-        assert all(mine is theirs for mine, theirs in zip(listed, walked))
+        walked = {id(node) for node in ast.walk(tree) if isinstance(node, (ast.Call, ast.Assign))}
+        found = {id(node) for node, _scope in ModuleScopes(tree, _SCOPE_WALK_KEEPS).found
+                 if isinstance(node, (ast.Call, ast.Assign))}
+        assert found == walked, path.name

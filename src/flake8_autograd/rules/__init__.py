@@ -48,6 +48,7 @@ from .agf132_undeclared_mutation import UndeclaredMutationRule
 from .agf133_returns_input import ReturnsInputRule
 from .agf134_untraceable_autograd import UntraceableAutogradRule
 from .agf135_op_schema import OpSchemaRule
+from .agf136_dirty_not_returned import DirtyNotReturnedRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -99,6 +100,7 @@ PREVIEW_RULES: List[Rule] = [
     ReturnsInputRule(),
     UntraceableAutogradRule(),
     OpSchemaRule(),
+    DirtyNotReturnedRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

@@ -50,6 +50,7 @@ from .agf134_untraceable_autograd import UntraceableAutogradRule
 from .agf135_op_schema import OpSchemaRule
 from .agf136_dirty_not_returned import DirtyNotReturnedRule
 from .agf137_no_forward import NoForwardRule
+from .agf138_saved_tensors_read_twice import SavedTensorsReadTwiceRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -103,6 +104,7 @@ PREVIEW_RULES: List[Rule] = [
     OpSchemaRule(),
     DirtyNotReturnedRule(),
     NoForwardRule(),
+    SavedTensorsReadTwiceRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

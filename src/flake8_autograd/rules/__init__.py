@@ -51,6 +51,7 @@ from .agf135_op_schema import OpSchemaRule
 from .agf136_dirty_not_returned import DirtyNotReturnedRule
 from .agf137_no_forward import NoForwardRule
 from .agf138_saved_tensors_read_twice import SavedTensorsReadTwiceRule
+from .agf139_tangent_for_non_differentiable import TangentForNonDifferentiableRule
 from .base import Finding, Rule
 
 # On by default: each has judged precision >= 0.95 over >= 10 findings on the benchmark's held-out
@@ -105,6 +106,7 @@ PREVIEW_RULES: List[Rule] = [
     DirtyNotReturnedRule(),
     NoForwardRule(),
     SavedTensorsReadTwiceRule(),
+    TangentForNonDifferentiableRule(),
 ]
 
 # The message table: code -> what the rule asks for (the README and docs list the same).

@@ -10,7 +10,8 @@ torch = require_torch()
 
 STEM = "agf137"
 REPORTED = ["DoubleMisspelt", "TripleCapitalised", "OnlyBackward", "ForwardInsideBackward", "ScaledNoForward"]
-SILENT_AND_FINE = ["ScaledWithForward", "Quadruple", "DoubleAssigned", "DoubleConditional", "DoubleDecorated"]
+SILENT_AND_FINE = ["ScaledWithForward", "Quadruple", "DoubleAssigned", "DoubleConditional", "DoubleDecorated",
+                   "DoubleFromMixin"]
 
 
 @pytest.mark.parametrize("name", REPORTED)

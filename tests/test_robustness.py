@@ -984,3 +984,81 @@ def test_preview_rules_report_at_a_method_bound_by_assignment(tmp_path: Path) ->
     run.assert_clean()
     # vjp beside backward, vmap beside generate_vmap_rule, and two classes with no backward at all.
     assert run.findings == [(5, "AGF113"), (18, "AGF115"), (21, "AGF113"), (30, "AGF113")]
+
+
+ODD_CONTRACT_CLASSES = {
+    "dirty with walrus, starred and a match": '''
+import torch
+class F(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, *rest, **options):
+        if (n := len(rest)) > 0:
+            ctx.mark_dirty(x, *rest)
+        match options:
+            case {"double": True}:
+                return x * 2
+            case _:
+                return (*rest, -x)
+    @staticmethod
+    def backward(ctx, *grads):
+        return grads
+''',
+    "no forward, async and nested classes": '''
+import torch
+class F(torch.autograd.Function):
+    class Inner:
+        pass
+    async def foward(ctx, x):
+        return x
+    @staticmethod
+    def backward(ctx, g): ...
+def run(x):
+    return F.apply(x), [F.apply(y) for y in x]
+''',
+    "saved tensors read in try-star, lambda and comprehension": '''
+import torch
+class F(torch.autograd.Function):
+    clear_saved_tensors_on_access = True
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+    @staticmethod
+    def backward(ctx, g):
+        try:
+            a = ctx.saved_tensors[0]
+        except* ValueError:
+            a = None
+        f = lambda: ctx.saved_tensors
+        b = [ctx.saved_tensors for _ in range(2)]
+        return g * 2
+''',
+    "jvp with starred and empty returns": '''
+import torch
+class F(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        m = x > 0
+        ctx.mark_non_differentiable(m)
+        return x, m
+    @staticmethod
+    def jvp(ctx, *tangents):
+        if not tangents:
+            return
+        return (*tangents, tangents[0])
+    @staticmethod
+    def backward(ctx, g, gm):
+        return g
+''',
+}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="except* needs Python 3.11")
+@pytest.mark.parametrize("source", list(ODD_CONTRACT_CLASSES.values()), ids=list(ODD_CONTRACT_CLASSES))
+def test_the_contract_checks_on_odd_code_neither_raise_nor_report(tmp_path: Path, source: str) -> None:
+    """AGF136-AGF139 on odd but valid code: starred marks and returns, a match, a walrus, an async near-miss
+    of forward, reads in ``try*``, a lambda and a comprehension, a jvp that falls off or returns starred."""
+    ast.parse(source)
+    run = lint_file(tmp_path, source.encode())
+    run.assert_clean()
+    assert [code for _line, code in run.findings if code in ("AGF136", "AGF138", "AGF139")] == []

@@ -79,6 +79,7 @@ _CONDITIONAL_PARTS = {
     cst.For: ("body", "orelse"),
     cst.While: ("body", "orelse"),
     cst.Try: ("body", "handlers", "orelse", "finalbody"),
+    cst.TryStar: ("body", "handlers", "orelse", "finalbody"),
     cst.IfExp: ("body", "orelse"),
     cst.BooleanOperation: ("right",),
     cst.Match: ("cases",),

@@ -135,6 +135,7 @@ class Analysis:
         self._direct_uses: Optional[Dict[ast.ClassDef, List[DirectUse]]] = None  # by the class statement
         self._direct_use_index: Optional[Dict[Tuple[ast.ClassDef, int, int], DirectUse]] = None
         self._module_scopes: Optional[ModuleScopes] = None
+        self._named_besides: Optional[bool] = None
         # Per-method caches, keyed by the method itself (so that a key is never a reused id) and
         # emptied class by class (forget), so that a checked class's libcst tree can be freed.
         self._inference: Dict[Tuple[Method, str], TensorInference] = {}
@@ -213,8 +214,13 @@ class Analysis:
     def forget(self, model: ClassModel) -> None:
         """Drop what is cached for the methods of ``model``, a class no other class will look at again."""
         self._backward_never_runs.pop(model, None)
-        self._inference = {key: value for key, value in self._inference.items() if key[0].owner is not model}
-        self._returns = {method: value for method, value in self._returns.items() if method.owner is not model}
+        # A method of a class released before (``ClassModel.release``) has no owner left: dropped as well.
+        self._inference = {
+            key: value for key, value in self._inference.items() if getattr(key[0], "owner", model) is not model
+        }
+        self._returns = {
+            method: value for method, value in self._returns.items() if getattr(method, "owner", model) is not model
+        }
 
     def name_uses(self) -> NameUses:
         """How the module names attributes and classes (one walk, when a fix first asks)."""
@@ -270,12 +276,19 @@ class Analysis:
             return False
         applied = re.compile(r"(?:" + "|".join(re.escape(name) for name in names) + r")\s*\.\s*apply\b")
         # On the whole text: ``Cls`` and ``.apply`` may stand on two lines inside brackets.
-        return _starts_a_name(applied, "".join(self.lines), _WORD) or _named_besides_apply(self.lines, self.discovery)
+        return _starts_a_name(applied, "".join(self.lines), _WORD) or self._named_besides_apply()
+
+    def _named_besides_apply(self) -> bool:
+        """:func:`_named_besides_apply` of the module, worked out once (call sites and direct uses both ask)."""
+        if self._named_besides is None:
+            assert self.lines is not None
+            self._named_besides = _named_besides_apply(self.lines, self.discovery)
+        return self._named_besides
 
     def direct_uses(self, site: ClassSite) -> List[DirectUse]:
         """The direct uses of the Function class ``site``, in the order of the module."""
         if self._direct_uses is None:
-            if self.lines is not None and not _named_besides_apply(self.lines, self.discovery):
+            if self.lines is not None and not self._named_besides_apply():
                 self._direct_uses = {}  # no Function class is named but as ``Cls.apply``: nothing to walk for
             else:
                 self._direct_uses = _DirectUseReader(self.tree, self.discovery).read(self.module_scopes())
